@@ -1,0 +1,69 @@
+/**
+ * Runtime settings, all from environment variables, validated once at start-up.
+ * A bad value stops start-up with one line naming the variable.
+ */
+import os from "node:os";
+import { z } from "zod";
+
+const bool = z
+  .enum(["true", "false", "1", "0", "yes", "no", "on", "off"])
+  .transform((v) => ["true", "1", "yes", "on"].includes(v));
+
+const list = z.string().transform((v) =>
+  v
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0),
+);
+
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+export const configSchema = z.object({
+  PORT: int(0, 65535).default(8778),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  DATABASE_URL: z.string().url().optional(),
+  PLACEMENT_DATA_DIR: z.string().min(1).default("./.placement-data"),
+  PLACEMENT_EMBEDDED_DB_PORT: int(1, 65535).default(5433),
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  PLACEMENT_DB_POOL_SIZE: int(1, 1000).default(10),
+  PLACEMENT_WORKERS: int(1, 256).default(() => os.availableParallelism()),
+  PLACEMENT_AUTH_STRATEGY: z.enum(["noauth2", "keystone", "trusted-proxy"]).default("noauth2"),
+  PLACEMENT_ALLOW_NOAUTH: bool.default(false),
+  PLACEMENT_ENFORCE_NEW_DEFAULTS: bool.default(false),
+  PLACEMENT_POLICY_FILE: z.string().min(1).optional(),
+  PLACEMENT_CORS_ALLOWED_ORIGINS: list.optional(),
+  PLACEMENT_CORS_ALLOW_HEADERS: list.optional(),
+  PLACEMENT_MAX_BODY_BYTES: int(1024, 1024 * 1024 * 1024).default(10 * 1024 * 1024),
+  /** Project and user given to consumers written before microversion 1.8. */
+  PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID: z.string().min(1).default("00000000-0000-0000-0000-000000000000"),
+  PLACEMENT_INCOMPLETE_CONSUMER_USER_ID: z.string().min(1).default("00000000-0000-0000-0000-000000000000"),
+  /** How often a write that hit a deadlock or serialization failure is retried before the client sees 409. */
+  PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT: int(0, 100).default(10),
+  PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: bool.default(false),
+  PLACEMENT_MAX_ALLOCATION_CANDIDATES: int(-1, 1_000_000_000).default(-1),
+  PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY: z.enum(["depth-first", "breadth-first"]).default("depth-first"),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {}
+
+/** Parses settings from an environment; throws ConfigError with a one-line message. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const relevant = Object.fromEntries(
+    Object.keys(configSchema.shape)
+      .filter((k) => env[k] !== undefined && env[k] !== "")
+      .map((k) => [k, env[k]]),
+  );
+  const parsed = configSchema.safeParse(relevant);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ConfigError(`invalid setting ${String(issue.path[0])}: ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+/** A config for tests and tools: defaults plus overrides. */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return { ...configSchema.parse({}), ...overrides };
+}

@@ -1,0 +1,191 @@
+/**
+ * The database schema: the single source from which drizzle-kit generates the
+ * SQL migrations in drizzle/. Operators read these tables with psql, so names
+ * are plain and every table carries a COMMENT (see the comments migration).
+ *
+ * Concurrency model in one paragraph: every write that changes what a provider
+ * offers or what is consumed from it bumps `resource_providers.generation` in
+ * the same transaction, and every write to a consumer's allocations bumps
+ * `consumers.generation`. Writers lock the rows they change with
+ * SELECT ... FOR UPDATE (consumers first, then providers, each in id order),
+ * so two writers can never both succeed from the same generation.
+ */
+import { sql } from "drizzle-orm";
+import {
+  bigint,
+  check,
+  doublePrecision,
+  index,
+  integer,
+  pgTable,
+  primaryKey,
+  timestamp,
+  unique,
+  varchar,
+  type AnyPgColumn,
+} from "drizzle-orm/pg-core";
+
+const timestamps = {
+  createdAt: timestamp("created_at", { withTimezone: true }).notNull().defaultNow(),
+  updatedAt: timestamp("updated_at", { withTimezone: true }),
+};
+
+/** Standard classes keep the ids 0..N of the reference list; custom classes start at 10000, as in Placement. */
+export const resourceClasses = pgTable("resource_classes", {
+  id: integer("id").primaryKey().generatedByDefaultAsIdentity({ startWith: 10000 }),
+  name: varchar("name", { length: 255 }).notNull().unique(),
+  ...timestamps,
+});
+
+export const traits = pgTable("traits", {
+  id: integer("id").primaryKey().generatedByDefaultAsIdentity(),
+  name: varchar("name", { length: 255 }).notNull().unique(),
+  ...timestamps,
+});
+
+export const resourceProviders = pgTable(
+  "resource_providers",
+  {
+    id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+    uuid: varchar("uuid", { length: 36 }).notNull().unique(),
+    name: varchar("name", { length: 200 }).notNull().unique(),
+    generation: integer("generation").notNull().default(0),
+    parentProviderId: integer("parent_provider_id").references((): AnyPgColumn => resourceProviders.id),
+    rootProviderId: integer("root_provider_id").references((): AnyPgColumn => resourceProviders.id),
+    ...timestamps,
+  },
+  (t) => [
+    index("resource_providers_parent_provider_id_idx").on(t.parentProviderId),
+    index("resource_providers_root_provider_id_idx").on(t.rootProviderId),
+    check("resource_providers_generation_nonnegative", sql`${t.generation} >= 0`),
+  ],
+);
+
+export const inventories = pgTable(
+  "inventories",
+  {
+    id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+    resourceProviderId: integer("resource_provider_id")
+      .notNull()
+      .references(() => resourceProviders.id, { onDelete: "cascade" }),
+    resourceClassId: integer("resource_class_id")
+      .notNull()
+      .references(() => resourceClasses.id),
+    total: integer("total").notNull(),
+    reserved: integer("reserved").notNull().default(0),
+    minUnit: integer("min_unit").notNull().default(1),
+    maxUnit: integer("max_unit").notNull(),
+    stepSize: integer("step_size").notNull().default(1),
+    allocationRatio: doublePrecision("allocation_ratio").notNull().default(1),
+    ...timestamps,
+  },
+  (t) => [
+    unique("inventories_provider_class_unique").on(t.resourceProviderId, t.resourceClassId),
+    index("inventories_resource_class_id_idx").on(t.resourceClassId, t.resourceProviderId),
+    check("inventories_total_positive", sql`${t.total} >= 1`),
+    check("inventories_reserved_range", sql`${t.reserved} >= 0 AND ${t.reserved} <= ${t.total}`),
+    check("inventories_units_positive", sql`${t.minUnit} >= 1 AND ${t.maxUnit} >= 1 AND ${t.stepSize} >= 1`),
+    check("inventories_allocation_ratio_positive", sql`${t.allocationRatio} > 0`),
+  ],
+);
+
+export const resourceProviderTraits = pgTable(
+  "resource_provider_traits",
+  {
+    resourceProviderId: integer("resource_provider_id")
+      .notNull()
+      .references(() => resourceProviders.id, { onDelete: "cascade" }),
+    traitId: integer("trait_id")
+      .notNull()
+      .references(() => traits.id),
+  },
+  (t) => [
+    primaryKey({ columns: [t.resourceProviderId, t.traitId] }),
+    index("resource_provider_traits_trait_id_idx").on(t.traitId),
+  ],
+);
+
+export const aggregates = pgTable("aggregates", {
+  id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+  uuid: varchar("uuid", { length: 36 }).notNull().unique(),
+  ...timestamps,
+});
+
+export const resourceProviderAggregates = pgTable(
+  "resource_provider_aggregates",
+  {
+    resourceProviderId: integer("resource_provider_id")
+      .notNull()
+      .references(() => resourceProviders.id, { onDelete: "cascade" }),
+    aggregateId: integer("aggregate_id")
+      .notNull()
+      .references(() => aggregates.id),
+  },
+  (t) => [
+    primaryKey({ columns: [t.resourceProviderId, t.aggregateId] }),
+    index("resource_provider_aggregates_aggregate_id_idx").on(t.aggregateId),
+  ],
+);
+
+export const projects = pgTable("projects", {
+  id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+  externalId: varchar("external_id", { length: 255 }).notNull().unique(),
+  ...timestamps,
+});
+
+export const users = pgTable("users", {
+  id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+  externalId: varchar("external_id", { length: 255 }).notNull().unique(),
+  ...timestamps,
+});
+
+export const consumerTypes = pgTable("consumer_types", {
+  id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+  name: varchar("name", { length: 255 }).notNull().unique(),
+  ...timestamps,
+});
+
+export const consumers = pgTable(
+  "consumers",
+  {
+    id: integer("id").primaryKey().generatedAlwaysAsIdentity(),
+    uuid: varchar("uuid", { length: 36 }).notNull().unique(),
+    projectId: integer("project_id")
+      .notNull()
+      .references(() => projects.id),
+    userId: integer("user_id")
+      .notNull()
+      .references(() => users.id),
+    consumerTypeId: integer("consumer_type_id").references(() => consumerTypes.id),
+    generation: integer("generation").notNull().default(0),
+    ...timestamps,
+  },
+  (t) => [
+    index("consumers_project_user_idx").on(t.projectId, t.userId),
+    index("consumers_consumer_type_id_idx").on(t.consumerTypeId),
+  ],
+);
+
+export const allocations = pgTable(
+  "allocations",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    resourceProviderId: integer("resource_provider_id")
+      .notNull()
+      .references(() => resourceProviders.id),
+    consumerId: integer("consumer_id")
+      .notNull()
+      .references(() => consumers.id),
+    resourceClassId: integer("resource_class_id")
+      .notNull()
+      .references(() => resourceClasses.id),
+    used: integer("used").notNull(),
+    ...timestamps,
+  },
+  (t) => [
+    unique("allocations_consumer_provider_class_unique").on(t.consumerId, t.resourceProviderId, t.resourceClassId),
+    index("allocations_provider_class_idx").on(t.resourceProviderId, t.resourceClassId),
+    index("allocations_resource_class_id_idx").on(t.resourceClassId),
+    check("allocations_used_positive", sql`${t.used} >= 1`),
+  ],
+);

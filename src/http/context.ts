@@ -1,0 +1,25 @@
+/** What every handler can read from the Hono context, and what the app is built from. */
+import type { Context } from "hono";
+import type { Config } from "../config.js";
+import type { Db } from "../db/database.js";
+import type { Logger } from "../log.js";
+import type { Identity } from "../auth/identity.js";
+import type { PolicyEnforcer } from "../auth/policy.js";
+import type { Microversion } from "./microversion.js";
+
+export interface AppDeps {
+  db: Db;
+  config: Config;
+  log: Logger;
+}
+
+export type AppEnv = {
+  Variables: {
+    requestId: string;
+    microversion: Microversion;
+    identity: Identity;
+    policy: PolicyEnforcer;
+  };
+};
+
+export type AppContext = Context<AppEnv>;

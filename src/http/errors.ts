@@ -1,0 +1,98 @@
+/**
+ * Placement's error model: every error response is
+ *   {"errors": [{"status", "title", "detail", "code", "request_id"}]}
+ * with `code` only from microversion 1.23. Domain code throws PlacementError
+ * (or a subclass); the app's error handler is the one place that turns it into
+ * HTTP. Unknown exceptions become a 500 whose detail says nothing internal.
+ */
+
+/** Stable error codes. Clients match on these strings: do not change them. */
+export const ErrorCode = {
+  DEFAULT: "placement.undefined_code",
+  INVENTORY_INUSE: "placement.inventory.inuse",
+  CONCURRENT_UPDATE: "placement.concurrent_update",
+  DUPLICATE_NAME: "placement.duplicate_name",
+  PROVIDER_IN_USE: "placement.resource_provider.inuse",
+  PROVIDER_CANNOT_DELETE_PARENT: "placement.resource_provider.cannot_delete_parent",
+  RESOURCE_PROVIDER_NOT_FOUND: "placement.resource_provider.not_found",
+  ILLEGAL_DUPLICATE_QUERYPARAM: "placement.query.duplicate_key",
+  QUERYPARAM_BAD_VALUE: "placement.query.bad_value",
+  QUERYPARAM_MISSING_VALUE: "placement.query.missing_value",
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/**
+ * Title and leading explanation per status, worded as Placement (through
+ * webob) words them; some clients and the conformance tests read them.
+ */
+const STATUS_TEXT: Record<number, { title: string; explanation: string }> = {
+  400: {
+    title: "Bad Request",
+    explanation: "The server could not comply with the request since it is either malformed or otherwise incorrect.",
+  },
+  401: {
+    title: "Unauthorized",
+    explanation:
+      "This server could not verify that you are authorized to access the document you requested. Either you supplied the wrong credentials (e.g., bad password), or your browser does not understand how to supply the credentials required.",
+  },
+  403: { title: "Forbidden", explanation: "Access was denied to this resource." },
+  404: { title: "Not Found", explanation: "The resource could not be found." },
+  405: { title: "Method Not Allowed", explanation: "" },
+  406: { title: "Not Acceptable", explanation: "" },
+  409: { title: "Conflict", explanation: "There was a conflict when trying to complete your request." },
+  413: { title: "Request Entity Too Large", explanation: "The body of your request was too large for this server." },
+  415: { title: "Unsupported Media Type", explanation: "" },
+  500: {
+    title: "Internal Server Error",
+    explanation: "The server has either erred or is incapable of performing the requested operation.",
+  },
+  503: { title: "Service Unavailable", explanation: "The server is currently unavailable. Please try again at a later time." },
+};
+
+export function statusTitle(status: number): string {
+  return STATUS_TEXT[status]?.title ?? "Error";
+}
+
+export class PlacementError extends Error {
+  constructor(
+    readonly status: number,
+    /** The specific message; the status's standard explanation is put in front of it. */
+    readonly detail: string,
+    readonly code: ErrorCode = ErrorCode.DEFAULT,
+    /** Extra response headers (Allow on 405, WWW-Authenticate on 401). */
+    readonly headers: Record<string, string> = {},
+    /** Replaces the standard explanation (405, 406 and 415 phrase it per request). */
+    readonly explanation?: string,
+  ) {
+    super(detail);
+  }
+
+  /** The `detail` field as Placement renders it: explanation, blank line, message. */
+  renderDetail(): string {
+    const explanation = this.explanation ?? STATUS_TEXT[this.status]?.explanation ?? "";
+    return `${explanation}\n\n ${this.detail}  `.replace(/^\n\n /, "");
+  }
+}
+
+export const badRequest = (detail: string, code: ErrorCode = ErrorCode.DEFAULT) => new PlacementError(400, detail, code);
+export const notFound = (detail: string, code: ErrorCode = ErrorCode.DEFAULT) => new PlacementError(404, detail, code);
+export const conflict = (detail: string, code: ErrorCode = ErrorCode.DEFAULT) => new PlacementError(409, detail, code);
+export const forbidden = (detail: string) => new PlacementError(403, detail);
+
+export interface ErrorBody {
+  errors: Array<{ status: number; title: string; detail: string; code?: string; request_id?: string }>;
+}
+
+export function errorBody(err: PlacementError, requestId: string | undefined, includeCode: boolean): ErrorBody {
+  return {
+    errors: [
+      {
+        status: err.status,
+        title: statusTitle(err.status),
+        detail: err.renderDetail(),
+        ...(includeCode ? { code: err.code } : {}),
+        ...(requestId ? { request_id: requestId } : {}),
+      },
+    ],
+  };
+}

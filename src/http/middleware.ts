@@ -1,0 +1,112 @@
+/**
+ * Middleware shared by every route, in Placement's order: request id, CORS,
+ * authentication, microversion, then per-request checks of headers.
+ */
+import { randomUUID } from "node:crypto";
+import type { MiddlewareHandler } from "hono";
+import { cors } from "hono/cors";
+import { bodyLimit } from "hono/body-limit";
+import type { Config } from "../config.js";
+import type { AppEnv } from "./context.js";
+import { PlacementError } from "./errors.js";
+import { HEADER, parseMicroversion } from "./microversion.js";
+import { authenticate } from "../auth/authenticate.js";
+
+const REQUEST_ID_HEADER = "x-openstack-request-id";
+const VALID_REQUEST_ID = /^req-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}$/;
+
+/** Every response carries a request id; a well-formed inbound one is kept so calls can be traced across services. */
+export const requestId: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const inbound = c.req.header(REQUEST_ID_HEADER);
+  const id = inbound && VALID_REQUEST_ID.test(inbound) ? inbound : `req-${randomUUID()}`;
+  c.set("requestId", id);
+  await next();
+  c.res.headers.set(REQUEST_ID_HEADER, id);
+};
+
+/** CORS only when origins are configured; otherwise OPTIONS falls through to the 405 of each route. */
+export function corsMiddleware(config: Config): MiddlewareHandler<AppEnv> | undefined {
+  const origins = config.PLACEMENT_CORS_ALLOWED_ORIGINS;
+  if (!origins || origins.length === 0) return undefined;
+  return cors({
+    origin: (origin) => (origins.includes(origin) || origins.includes("*") ? origin : null),
+    allowHeaders: config.PLACEMENT_CORS_ALLOW_HEADERS ?? [],
+    allowMethods: ["GET", "PUT", "POST", "DELETE", "PATCH"],
+    exposeHeaders: [HEADER, REQUEST_ID_HEADER],
+  });
+}
+
+export function bodySizeLimit(config: Config): MiddlewareHandler<AppEnv> {
+  return bodyLimit({
+    maxSize: config.PLACEMENT_MAX_BODY_BYTES,
+    onError: () => {
+      throw new PlacementError(413, `Request body is larger than ${config.PLACEMENT_MAX_BODY_BYTES} bytes.`);
+    },
+  });
+}
+
+/** The root document is public, as in Placement; everything else needs an identity. */
+export function authMiddleware(config: Config): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (c.req.path !== "/") await authenticate(c, config);
+    await next();
+  };
+}
+
+/** Negotiates the microversion and echoes it, with Vary, on every response including errors. */
+export const microversion: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const version = parseMicroversion(c.req.header(HEADER));
+  c.set("microversion", version);
+  await next();
+  c.res.headers.set(HEADER, `placement ${version.toString()}`);
+  const vary = c.res.headers.get("vary");
+  if (!vary?.toLowerCase().includes(HEADER)) c.res.headers.set("vary", vary ? `${vary}, ${HEADER}` : HEADER);
+};
+
+/**
+ * Header checks Placement makes before dispatch: a body needs a content type,
+ * and GET responses are JSON only.
+ */
+export const headerChecks: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const length = c.req.header("content-length");
+  if (length !== undefined) {
+    if (!/^\d+$/.test(length.trim())) throw new PlacementError(400, "content-length header must be an integer");
+    if (Number(length) > 0 && !c.req.header("content-type")) {
+      throw new PlacementError(400, "content-type header required when content-length > 0");
+    }
+  }
+  if (c.req.method === "GET" && !acceptsJson(c.req.header("accept"))) {
+    throw new PlacementError(406, "Only application/json is provided", undefined, {}, "");
+  }
+  await next();
+};
+
+/** True when an Accept header admits application/json (a missing header admits anything). */
+export function acceptsJson(accept: string | undefined): boolean {
+  return bestMatch(accept, ["application/json"]) !== undefined;
+}
+
+/** The offer an Accept header prefers, by quality then specificity; undefined when none is acceptable. */
+export function bestMatch(accept: string | undefined, offers: string[]): string | undefined {
+  if (!accept || accept.trim() === "") return offers[0];
+  const ranges = accept.split(",").map((part) => {
+    const [range, ...params] = part.trim().toLowerCase().split(";");
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith("q="));
+    return { range: range.trim(), q: q ? Number(q.slice(2)) : 1 };
+  });
+  let best: { offer: string; q: number } | undefined;
+  for (const offer of offers) {
+    const [type] = offer.split("/");
+    const matching = ranges
+      .filter((r) => r.range === offer || r.range === `${type}/*` || r.range === "*/*")
+      .sort((a, b) => specificity(b.range) - specificity(a.range));
+    const q = matching[0]?.q ?? 0;
+    if (q > 0 && (!best || q > best.q)) best = { offer, q };
+  }
+  return best?.offer;
+}
+
+function specificity(range: string): number {
+  if (range === "*/*") return 0;
+  return range.endsWith("/*") ? 1 : 2;
+}

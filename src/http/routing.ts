@@ -1,0 +1,42 @@
+/**
+ * Route declaration in Placement's style: each path lists the methods it
+ * serves, and any other method gets 405 with an Allow header naming them.
+ */
+import type { Handler, Hono } from "hono";
+import type { AppEnv } from "./context.js";
+import { PlacementError } from "./errors.js";
+import { Microversion, type VersionString } from "./microversion.js";
+import type { AppContext } from "./context.js";
+
+type Method = "GET" | "PUT" | "POST" | "DELETE" | "PATCH";
+
+export function methodNotAllowed(method: string, allowed: string[]): PlacementError {
+  return new PlacementError(
+    405,
+    "",
+    undefined,
+    { allow: allowed.join(", ") },
+    `The method ${method} is not allowed for this resource.`,
+  );
+}
+
+/** Registers `handlers` on `path` plus the 405 fallback for every other method. */
+export function declareRoute(app: Hono<AppEnv>, path: string, handlers: Partial<Record<Method, Handler<AppEnv>>>): void {
+  const methods = Object.keys(handlers) as Method[];
+  for (const method of methods) app.on(method, path, handlers[method]!);
+  app.all(path, (c) => {
+    throw methodNotAllowed(c.req.method, methods);
+  });
+}
+
+/**
+ * Guards a handler that exists only from microversion `since`: older requests
+ * get 404 (a route that does not exist yet) or 405 (a method that does not).
+ */
+export function requireMicroversion(c: AppContext, since: VersionString, status: 404 | 405 = 404, allowed?: string[]): void {
+  if (c.get("microversion").atLeast(since)) return;
+  if (status === 405) throw methodNotAllowed(c.req.method, allowed ?? []);
+  throw new PlacementError(404, "");
+}
+
+export { Microversion };

@@ -1,0 +1,7 @@
+/** Routes for reshaper: not written yet (placeholder so the app composes; see the open issues). */
+import { Hono } from "hono";
+import type { AppDeps, AppEnv } from "../http/context.js";
+
+export function reshaperRoutes(_deps: AppDeps): Hono<AppEnv> {
+  return new Hono<AppEnv>();
+}

@@ -1,0 +1,24 @@
+/** GET /: the version document. Public: no authentication needed. */
+import { Hono } from "hono";
+import type { AppDeps, AppEnv } from "../http/context.js";
+import { declareRoute } from "../http/routing.js";
+import { MAX_VERSION, MIN_VERSION } from "../http/microversion.js";
+
+export function rootRoutes(_deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  declareRoute(app, "/", {
+    GET: (c) =>
+      c.json({
+        versions: [
+          {
+            id: "v1.0",
+            max_version: MAX_VERSION,
+            min_version: MIN_VERSION,
+            status: "CURRENT",
+            links: [{ rel: "self", href: "" }],
+          },
+        ],
+      }),
+  });
+  return app;
+}

@@ -1,0 +1,86 @@
+/**
+ * Chooses the PostgreSQL the tests run against, once per run:
+ *   1. DATABASE_URL when set (CI: the machine's PostgreSQL),
+ *   2. otherwise a testcontainers PostgreSQL when a container engine answers,
+ *   3. otherwise a throwaway embedded PostgreSQL (the one `npm start` uses).
+ * It migrates a template database; each test file clones it (test/support/database.ts).
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import type { TestProject } from "vitest/node";
+import { runMigrations } from "../../src/db/migrate.js";
+import { startEmbeddedPostgres } from "../../src/db/embedded.js";
+import { createLogger } from "../../src/log.js";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    adminDatabaseUrl: string;
+    templateDatabase: string;
+  }
+}
+
+const log = createLogger("warn");
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+async function containerDatabase(): Promise<{ url: string; stop: () => Promise<void> } | undefined> {
+  try {
+    const { getContainerRuntimeClient } = await import("testcontainers");
+    await getContainerRuntimeClient();
+  } catch {
+    return undefined;
+  }
+  const { PostgreSqlContainer } = await import("@testcontainers/postgresql");
+  const container = await new PostgreSqlContainer("postgres:17-alpine").start();
+  return { url: container.getConnectionUri(), stop: async () => void (await container.stop()) };
+}
+
+async function embeddedDatabase(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "placement-test-"));
+  const embedded = await startEmbeddedPostgres(dir, await freePort(), log);
+  return {
+    url: embedded.url,
+    stop: async () => {
+      await embedded.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const server = process.env.DATABASE_URL
+    ? { url: process.env.DATABASE_URL, stop: async () => undefined }
+    : ((await containerDatabase()) ?? (await embeddedDatabase()));
+
+  const template = `placement_test_template_${process.pid}`;
+  const admin = new pg.Client({ connectionString: server.url });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${template}`);
+  await admin.query(`CREATE DATABASE ${template}`);
+  const templateUrl = new URL(server.url);
+  templateUrl.pathname = `/${template}`;
+  const pool = new pg.Pool({ connectionString: templateUrl.toString(), max: 1 });
+  await runMigrations(pool);
+  await pool.end();
+
+  project.provide("adminDatabaseUrl", server.url);
+  project.provide("templateDatabase", template);
+
+  return async () => {
+    await admin.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`).catch(() => undefined);
+    await admin.end();
+    await server.stop();
+  };
+}
