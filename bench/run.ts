@@ -1,0 +1,12 @@
+/**
+ * Benchmark entry: `npm run bench -- <name> [options]` runs bench/<name>.ts.
+ * Benchmarks are not tests: they print figures, they assert nothing about time.
+ */
+const [name, ...args] = process.argv.slice(2);
+const known = ["claims", "candidates"];
+if (!name || !known.includes(name)) {
+  process.stderr.write(`usage: npm run bench -- <${known.join("|")}> [options]\n`);
+  process.exit(2);
+}
+const mod = (await import(`./${name}.js`)) as { default: (args: string[]) => Promise<void> };
+await mod.default(args);
