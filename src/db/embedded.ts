@@ -52,9 +52,16 @@ async function clearStalePidFile(dataDir: string): Promise<void> {
   await fs.unlink(pidFile);
 }
 
+function lastLine(output: string): string {
+  const lines = output.split("\n").map((l) => l.trim()).filter((l) => l.length > 0);
+  return lines[lines.length - 1] ?? "";
+}
+
 export async function startEmbeddedPostgres(dataDir: string, port: number, log: Logger): Promise<EmbeddedDatabase> {
   const databaseDir = path.resolve(dataDir, "pg");
   const ids = runAsIds();
+  // The library rejects with no reason when postgres exits during start-up: keep its last words for the error.
+  let recentOutput = "";
   const initialised = existsSync(path.join(databaseDir, "PG_VERSION"));
   const server = new EmbeddedPostgres({
     databaseDir,
@@ -64,7 +71,10 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
     persistent: true,
     // No unix socket: its default directory may not be writable, and we only speak TCP.
     postgresFlags: ["-c", "unix_socket_directories=", "-c", "listen_addresses=127.0.0.1"],
-    onLog: (m: string) => log.debug("embedded postgres", { output: m.trim() }),
+    onLog: (m: string) => {
+      recentOutput = (recentOutput + m).slice(-2000);
+      log.debug("embedded postgres", { output: m.trim() });
+    },
     onError: (e: unknown) => log.debug("embedded postgres error", { output: String(e) }),
   });
   if (ids) {
@@ -85,7 +95,8 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
     const hint = ids
       ? ` (running as uid ${ids.uid}: ${databaseDir} and every parent folder must be reachable by that user)`
       : "";
-    throw new Error(`embedded PostgreSQL failed to start in ${databaseDir}${hint}: ${err instanceof Error ? err.message : String(err)}`);
+    const reason = err instanceof Error ? err.message : lastLine(recentOutput) || "postgres exited during start-up";
+    throw new Error(`embedded PostgreSQL failed to start in ${databaseDir}${hint}: ${reason}`);
   }
   const client = server.getPgClient();
   await client.connect();

@@ -5,6 +5,7 @@
  *   3. otherwise a throwaway embedded PostgreSQL (the one `npm start` uses).
  * It migrates a template database; each test file clones it (test/support/database.ts).
  */
+import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
@@ -59,7 +60,20 @@ async function embeddedDatabase(): Promise<{ url: string; stop: () => Promise<vo
   };
 }
 
+/**
+ * Tests that start whole server processes run dist/: compile it first so they
+ * never run stale code. Type errors do not stop emission; `npm run typecheck` reports them.
+ */
+function buildDist(): void {
+  try {
+    execFileSync(process.execPath, [path.resolve("node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"], { stdio: "ignore" });
+  } catch {
+    // emitted anyway; see above
+  }
+}
+
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  buildDist();
   const server = process.env.DATABASE_URL
     ? { url: process.env.DATABASE_URL, stop: async () => undefined }
     : ((await containerDatabase()) ?? (await embeddedDatabase()));
