@@ -31,6 +31,18 @@ export const configSchema = z.object({
   PLACEMENT_ALLOW_NOAUTH: bool.default(false),
   PLACEMENT_ENFORCE_NEW_DEFAULTS: bool.default(false),
   PLACEMENT_POLICY_FILE: z.string().min(1).optional(),
+  /** Keystone strategy: the identity endpoint and the service's own credentials for validating tokens. */
+  PLACEMENT_KEYSTONE_URL: z.string().url().optional(),
+  PLACEMENT_KEYSTONE_USERNAME: z.string().min(1).optional(),
+  PLACEMENT_KEYSTONE_PASSWORD: z.string().min(1).optional(),
+  PLACEMENT_KEYSTONE_PROJECT_NAME: z.string().min(1).optional(),
+  PLACEMENT_KEYSTONE_USER_DOMAIN_NAME: z.string().min(1).default("Default"),
+  PLACEMENT_KEYSTONE_PROJECT_DOMAIN_NAME: z.string().min(1).default("Default"),
+  /** How long a validated token is believed without asking Keystone again (never past its expiry). */
+  PLACEMENT_KEYSTONE_TOKEN_CACHE_SECONDS: int(0, 3600).default(300),
+  PLACEMENT_KEYSTONE_TIMEOUT_SECONDS: int(1, 300).default(10),
+  /** Trusted-proxy strategy: addresses or CIDR ranges whose identity headers are believed. */
+  PLACEMENT_TRUSTED_PROXIES: list.optional(),
   PLACEMENT_CORS_ALLOWED_ORIGINS: list.optional(),
   PLACEMENT_CORS_ALLOW_HEADERS: list.optional(),
   PLACEMENT_MAX_BODY_BYTES: int(1024, 1024 * 1024 * 1024).default(10 * 1024 * 1024),

@@ -11,6 +11,8 @@ import { openDatabase } from "./db/database.js";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
 import type { Logger } from "./log.js";
+import { checkAuthStartup } from "./auth/authenticate.js";
+import { createPolicyEnforcer } from "./auth/policy.js";
 
 /** Resolves the database URL, starting the embedded PostgreSQL when none is configured. */
 export async function provideDatabase(config: Config, log: Logger): Promise<{ url: string; embedded?: EmbeddedDatabase }> {
@@ -72,6 +74,9 @@ export async function runServer(config: Config, log: Logger): Promise<void> {
     onShutdownSignal(log, stop);
     return;
   }
+  // Refuse unsafe or broken auth settings before touching the database.
+  checkAuthStartup(config, log);
+  createPolicyEnforcer(config);
   const { url, embedded } = await provideDatabase(config, log);
   const stopEmbedded = async () => {
     if (embedded) await embedded.stop();

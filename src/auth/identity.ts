@@ -4,31 +4,40 @@
  */
 export interface Identity {
   userId: string | null;
+  /** The project the token is scoped to; null for system- and domain-scoped tokens. */
   projectId: string | null;
+  /** Role names as the identity service gave them (compared case-insensitively). */
   roles: string[];
-  /** "all" for a system-scoped token, null for a project-scoped one. */
+  /** "all" for a system-scoped token, null otherwise. */
   systemScope: string | null;
+  /** The domain of a domain-scoped token (Keystone), null otherwise. */
+  domainId: string | null;
 }
 
-/** Placement's noauth2: token `admin` is an admin; `user[:project]` otherwise; headers may override roles and project. */
+/** Splits a comma-separated role header the way oslo.context does. */
+export function parseRoles(header: string): string[] {
+  return header
+    .split(",")
+    .map((r) => r.trim())
+    .filter((r) => r.length > 0);
+}
+
+/**
+ * Placement's noauth2: the token is `user[:project]` (project defaults to the
+ * user); user `admin` gets the admin role; X-Roles replaces the roles,
+ * X-Project-Id wins over the token's project, and `OpenStack-System-Scope:
+ * all` makes the token system scoped (no project from the token).
+ */
 export function noauthIdentity(token: string, headers: { roles?: string; projectId?: string; systemScope?: string }): Identity {
-  const [user, project] = token.split(":", 2);
-  const identity: Identity = {
+  const colon = token.indexOf(":");
+  const user = colon < 0 ? token : token.slice(0, colon);
+  const tokenProject = colon < 0 ? "" : token.slice(colon + 1);
+  const systemScope = headers.systemScope ? headers.systemScope.trim().toLowerCase() : "";
+  return {
     userId: user,
-    projectId: project || user,
-    roles: token === "admin" ? ["admin"] : [],
-    systemScope: null,
+    projectId: headers.projectId || (systemScope ? null : tokenProject || user),
+    roles: headers.roles !== undefined ? parseRoles(headers.roles) : user === "admin" ? ["admin"] : [],
+    systemScope: systemScope || null,
+    domainId: null,
   };
-  if (headers.roles !== undefined) {
-    identity.roles = headers.roles
-      .split(",")
-      .map((r) => r.trim().toLowerCase())
-      .filter((r) => r.length > 0);
-  }
-  if (headers.projectId) identity.projectId = headers.projectId;
-  if (headers.systemScope?.toLowerCase() === "all") {
-    identity.systemScope = "all";
-    identity.projectId = null;
-  }
-  return identity;
 }

@@ -10,7 +10,7 @@ import type { Config } from "../config.js";
 import type { AppEnv } from "./context.js";
 import { PlacementError } from "./errors.js";
 import { HEADER, parseMicroversion } from "./microversion.js";
-import { authenticate } from "../auth/authenticate.js";
+import { createAuthenticator } from "../auth/authenticate.js";
 
 const REQUEST_ID_HEADER = "x-openstack-request-id";
 const VALID_REQUEST_ID = /^req-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}$/;
@@ -47,8 +47,9 @@ export function bodySizeLimit(config: Config): MiddlewareHandler<AppEnv> {
 
 /** The root document is public, as in Placement; everything else needs an identity. */
 export function authMiddleware(config: Config): MiddlewareHandler<AppEnv> {
+  const authenticate = createAuthenticator(config);
   return async (c, next) => {
-    if (c.req.path !== "/") await authenticate(c, config);
+    if (c.req.path !== "/") c.set("identity", await authenticate(c));
     await next();
   };
 }

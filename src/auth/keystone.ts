@@ -1,0 +1,171 @@
+/**
+ * Keystone token validation, what keystonemiddleware's auth_token does for
+ * Placement: the service authenticates itself with its own credentials, then
+ * asks Keystone about each caller's token (GET /v3/auth/tokens with
+ * X-Subject-Token). Valid tokens are cached for a short time so Keystone does
+ * not see one request per API call; a token is never cached past its expiry.
+ */
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import type { Identity } from "./identity.js";
+
+export interface KeystoneOptions {
+  /** Identity endpoint, e.g. https://keystone.example.com:5000 (with or without /v3). */
+  url: string;
+  username: string;
+  password: string;
+  projectName: string;
+  userDomainName: string;
+  projectDomainName: string;
+  cacheSeconds: number;
+  timeoutMs: number;
+  /** Largest number of cached tokens; the oldest go first. */
+  maxCachedTokens?: number;
+}
+
+/** The caller's token is missing, malformed, unknown, expired or revoked. */
+export class InvalidToken extends Error {}
+/** Keystone could not be asked (down, slow, or refusing our own credentials). */
+export class IdentityServiceUnavailable extends Error {}
+
+/** Tokens are printable ASCII (Fernet and JWS are base64url); anything else is not worth a round trip. */
+const TOKEN_SHAPE = /^[\x21-\x7e]{1,8192}$/;
+
+const tokenBody = z.object({
+  token: z.object({
+    expires_at: z.string(),
+    user: z.object({ id: z.string() }),
+    project: z.object({ id: z.string() }).optional(),
+    domain: z.object({ id: z.string() }).optional(),
+    system: z.object({ all: z.boolean().optional() }).optional(),
+    roles: z.array(z.object({ name: z.string() })).default([]),
+  }),
+});
+
+interface CachedIdentity {
+  identity: Identity;
+  until: number;
+}
+
+export class KeystoneValidator {
+  private readonly base: string;
+  private readonly cache = new Map<string, CachedIdentity>();
+  private serviceToken: Promise<{ token: string; until: number }> | undefined;
+
+  constructor(
+    private readonly options: KeystoneOptions,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.base = options.url.replace(/\/+$/, "").replace(/\/v3$/, "");
+  }
+
+  /** Resolves the caller's identity, or throws InvalidToken / IdentityServiceUnavailable. */
+  async validate(token: string): Promise<Identity> {
+    if (!TOKEN_SHAPE.test(token)) throw new InvalidToken("malformed token");
+    // Cache by digest so a heap dump does not hand out live tokens.
+    const key = createHash("sha256").update(token).digest("base64");
+    const cached = this.cache.get(key);
+    if (cached && cached.until > this.now()) return cached.identity;
+    if (cached) this.cache.delete(key);
+
+    const { identity, expiresAt } = await this.ask(token);
+    const until = Math.min(this.now() + this.options.cacheSeconds * 1000, expiresAt);
+    if (until > this.now()) {
+      if (this.cache.size >= (this.options.maxCachedTokens ?? 10_000)) {
+        this.cache.delete(this.cache.keys().next().value!);
+      }
+      this.cache.set(key, { identity, until });
+    }
+    return identity;
+  }
+
+  private async ask(token: string, retried = false): Promise<{ identity: Identity; expiresAt: number }> {
+    const service = await this.getServiceToken();
+    const res = await this.fetch(`${this.base}/v3/auth/tokens?nocatalog`, {
+      method: "GET",
+      headers: { "x-auth-token": service.token, "x-subject-token": token, accept: "application/json" },
+    });
+    if (res.status === 404) throw new InvalidToken("token not found or expired");
+    if (res.status === 401 && !retried) {
+      // Our own token expired or was revoked early: get a new one, once.
+      this.serviceToken = undefined;
+      return this.ask(token, true);
+    }
+    if (res.status !== 200) throw new IdentityServiceUnavailable(`identity service answered ${res.status} to token validation`);
+    const parsed = tokenBody.safeParse(await readJson(res));
+    if (!parsed.success) throw new IdentityServiceUnavailable("identity service sent an unreadable token");
+    const t = parsed.data.token;
+    const expiresAt = Date.parse(t.expires_at);
+    if (!Number.isFinite(expiresAt) || expiresAt <= this.now()) throw new InvalidToken("token expired");
+    return {
+      expiresAt,
+      identity: {
+        userId: t.user.id,
+        projectId: t.project?.id ?? null,
+        roles: t.roles.map((r) => r.name),
+        systemScope: t.system?.all ? "all" : null,
+        domainId: t.domain?.id ?? null,
+      },
+    };
+  }
+
+  /** The service's own token, shared by concurrent requests and renewed a minute before it expires. */
+  private getServiceToken(): Promise<{ token: string; until: number }> {
+    const current = this.serviceToken;
+    if (current) {
+      return current.then((s) => {
+        if (s.until > this.now()) return s;
+        if (this.serviceToken === current) this.serviceToken = undefined;
+        return this.getServiceToken();
+      });
+    }
+    const fresh = this.issueServiceToken();
+    this.serviceToken = fresh;
+    // A failed attempt must not be remembered, or one Keystone hiccup would last forever.
+    fresh.catch(() => {
+      if (this.serviceToken === fresh) this.serviceToken = undefined;
+    });
+    return fresh;
+  }
+
+  private async issueServiceToken(): Promise<{ token: string; until: number }> {
+    const o = this.options;
+    const res = await this.fetch(`${this.base}/v3/auth/tokens?nocatalog`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify({
+        auth: {
+          identity: {
+            methods: ["password"],
+            password: { user: { name: o.username, password: o.password, domain: { name: o.userDomainName } } },
+          },
+          scope: { project: { name: o.projectName, domain: { name: o.projectDomainName } } },
+        },
+      }),
+    });
+    const token = res.headers.get("x-subject-token");
+    if (res.status !== 201 || !token) {
+      throw new IdentityServiceUnavailable(`identity service refused the service credentials (${res.status})`);
+    }
+    const body = (await readJson(res)) as { token?: { expires_at?: string } } | undefined;
+    const expiresAt = Date.parse(body?.token?.expires_at ?? "");
+    const until = Number.isFinite(expiresAt) ? expiresAt - 60_000 : this.now() + 5 * 60_000;
+    return { token, until };
+  }
+
+  private async fetch(url: string, init: RequestInit): Promise<Response> {
+    try {
+      return await fetch(url, { ...init, redirect: "error", signal: AbortSignal.timeout(this.options.timeoutMs) });
+    } catch (err) {
+      throw new IdentityServiceUnavailable(`identity service unreachable: ${(err as Error).message}`);
+    }
+  }
+}
+
+async function readJson(res: Response): Promise<unknown> {
+  try {
+    return await res.json();
+  } catch {
+    return undefined;
+  }
+}
