@@ -1,7 +1,154 @@
-/** Routes for resource-providers: not written yet (placeholder so the app composes; see the open issues). */
+/**
+ * /resource_providers and /resource_providers/{uuid}: create, list, show,
+ * rename / re-parent and delete providers, per microversion.
+ */
 import { Hono } from "hono";
-import type { AppDeps, AppEnv } from "../http/context.js";
+import { z } from "zod";
+import { authorize } from "../auth/policy.js";
+import { readJsonBody } from "../http/body.js";
+import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
+import { newestTimestamp, setLastModified } from "../http/last-modified.js";
+import { declareRoute } from "../http/routing.js";
+import { canonicalUuid, zUuid } from "../http/uuid.js";
+import { inTransaction } from "../db/database.js";
+import { queryPairs } from "../query/query-string.js";
+import { parseProviderListQuery, type ProviderListFilters } from "../query/provider-filters.js";
+import {
+  createProvider,
+  deleteProvider,
+  getProviderByUuid,
+  getProviderView,
+  listProviders,
+  updateProvider,
+  type ProviderFilters,
+  type ProviderView,
+} from "../services/providers.js";
+import { randomUUID } from "node:crypto";
 
-export function resourceProviderRoutes(_deps: AppDeps): Hono<AppEnv> {
-  return new Hono<AppEnv>();
+// Request bodies, one schema per microversion, each built from the previous one.
+const POST_PROVIDER = z.strictObject({ name: z.string().max(200), uuid: zUuid().optional() });
+/** 1.14: a provider may be created under a parent. */
+const POST_PROVIDER_V1_14 = POST_PROVIDER.extend({ parent_provider_uuid: z.union([zUuid(), z.null()]).optional() });
+const PUT_PROVIDER = POST_PROVIDER.omit({ uuid: true });
+/** 1.14: a provider may be given a parent (moved or un-parented from 1.37). */
+const PUT_PROVIDER_V1_14 = POST_PROVIDER_V1_14.omit({ uuid: true });
+
+export function providerUrl(uuid: string): string {
+  return `/resource_providers/${uuid}`;
+}
+
+/** Placement's provider links: which relations exist depends on the microversion. */
+function providerLinks(c: AppContext, uuid: string): Array<{ rel: string; href: string }> {
+  const mv = c.get("microversion");
+  const url = providerUrl(uuid);
+  const rels = ["inventories", "usages"];
+  if (mv.atLeast("1.1")) rels.push("aggregates");
+  if (mv.atLeast("1.6")) rels.push("traits");
+  if (mv.atLeast("1.11")) rels.push("allocations");
+  return [{ rel: "self", href: url }, ...rels.map((rel) => ({ rel, href: `${url}/${rel}` }))];
+}
+
+export function serializeProvider(c: AppContext, p: ProviderView): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    uuid: p.uuid,
+    name: p.name,
+    generation: p.generation,
+    links: providerLinks(c, p.uuid),
+  };
+  if (c.get("microversion").atLeast("1.14")) {
+    out.parent_provider_uuid = p.parentProviderUuid;
+    out.root_provider_uuid = p.rootProviderUuid;
+  }
+  return out;
+}
+
+/** Location headers are absolute, as webob makes them. */
+export function absoluteUrl(c: AppContext, path: string): string {
+  return new URL(path, c.req.url).toString();
+}
+
+function optionalUuid(value: string | null | undefined): string | null {
+  return value ? canonicalUuid(value) : null;
+}
+
+/**
+ * Turns the parsed query into the service's filters. name, uuid and in_tree
+ * are plain provider columns; member_of, required and resources become extra
+ * SQL conditions from the shared filter code (plugged in here).
+ */
+function listFilters(query: ProviderListFilters): ProviderFilters {
+  const filters: ProviderFilters = {};
+  if (query.name !== undefined) filters.name = query.name;
+  if (query.uuid !== undefined) filters.uuid = query.uuid;
+  if (query.inTree !== undefined) filters.inTree = query.inTree;
+  return filters;
+}
+
+export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const { db } = deps;
+
+  declareRoute(app, "/resource_providers", {
+    GET: async (c) => {
+      authorize(c, "placement:resource_providers:list");
+      const query = parseProviderListQuery(queryPairs(c.req.url), c.get("microversion"));
+      const providers = await listProviders(db, listFilters(query));
+      setLastModified(c, newestTimestamp(providers));
+      return c.json({ resource_providers: providers.map((p) => serializeProvider(c, p)) });
+    },
+
+    POST: async (c) => {
+      authorize(c, "placement:resource_providers:create");
+      const mv = c.get("microversion");
+      const body: z.output<typeof POST_PROVIDER_V1_14> = await readJsonBody(c, mv.atLeast("1.14") ? POST_PROVIDER_V1_14 : POST_PROVIDER);
+      const uuid = body.uuid ? canonicalUuid(body.uuid) : randomUUID();
+      const provider = await inTransaction(db, (tx) =>
+        createProvider(tx, {
+          uuid,
+          name: body.name,
+          parentProviderUuid: optionalUuid(body.parent_provider_uuid),
+        }),
+      );
+      c.header("location", absoluteUrl(c, providerUrl(provider.uuid)));
+      if (mv.lessThan("1.20")) return c.body(null, 201);
+      setLastModified(c, newestTimestamp([provider]));
+      return c.json(serializeProvider(c, provider));
+    },
+  });
+
+  declareRoute(app, "/resource_providers/:uuid", {
+    GET: async (c) => {
+      authorize(c, "placement:resource_providers:show");
+      const provider = await getProviderView(db, c.req.param("uuid"));
+      setLastModified(c, newestTimestamp([provider]));
+      return c.json(serializeProvider(c, provider));
+    },
+
+    PUT: async (c) => {
+      authorize(c, "placement:resource_providers:update");
+      const uuid = c.req.param("uuid");
+      const mv = c.get("microversion");
+      // Placement looks the provider up before it reads the body: 404 wins over 400.
+      await getProviderByUuid(db, uuid);
+      const body: z.output<typeof PUT_PROVIDER_V1_14> = await readJsonBody(c, mv.atLeast("1.14") ? PUT_PROVIDER_V1_14 : PUT_PROVIDER);
+      const provider = await inTransaction(db, (tx) =>
+        updateProvider(
+          tx,
+          uuid,
+          { name: body.name, ...("parent_provider_uuid" in body ? { parentProviderUuid: optionalUuid(body.parent_provider_uuid) } : {}) },
+          mv.atLeast("1.37"),
+        ),
+      );
+      setLastModified(c, newestTimestamp([provider]));
+      return c.json(serializeProvider(c, provider));
+    },
+
+    DELETE: async (c) => {
+      authorize(c, "placement:resource_providers:delete");
+      await inTransaction(db, (tx) => deleteProvider(tx, c.req.param("uuid")));
+      return c.body(null, 204);
+    },
+  });
+
+  return app;
 }

@@ -3,10 +3,11 @@
  * compare-and-bump every provider write goes through, and the provider CRUD
  * behind /resource_providers.
  */
-import { asc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, ne, or, sql, type SQL } from "drizzle-orm";
+import { alias } from "drizzle-orm/pg-core";
 import type { Queryable, Tx } from "../db/database.js";
-import { resourceProviders } from "../db/schema.js";
-import { conflict, ErrorCode, PlacementError } from "../http/errors.js";
+import { allocations, resourceProviders } from "../db/schema.js";
+import { badRequest, conflict, ErrorCode, PlacementError } from "../http/errors.js";
 
 export type ProviderRow = typeof resourceProviders.$inferSelect;
 
@@ -84,4 +85,278 @@ export async function bumpProviderGeneration(
 /** Throws the 409 unless the caller's generation is the provider's current one. */
 export function checkGeneration(provider: ProviderRow, expected: number, conflictMessage: string = GENERATION_CONFLICT): void {
   if (provider.generation !== expected) throw conflict(conflictMessage, ErrorCode.CONCURRENT_UPDATE);
+}
+
+/** A provider as the API shows it: its own row plus the uuids of its parent and root. */
+export interface ProviderView {
+  id: number;
+  uuid: string;
+  name: string;
+  generation: number;
+  parentProviderUuid: string | null;
+  rootProviderUuid: string;
+  createdAt: Date | null;
+  updatedAt: Date | null;
+}
+
+/** What GET /resource_providers filters on. Each set field narrows the list further (AND). */
+export interface ProviderFilters {
+  name?: string;
+  uuid?: string;
+  /** Only providers in the same tree as the provider with this uuid (none when it does not exist). */
+  inTree?: string;
+  /** Extra conditions on `resource_providers` (member_of, in_tree, required, resources from the shared query parser). */
+  conditions?: SQL[];
+}
+
+const parent = alias(resourceProviders, "parent");
+const root = alias(resourceProviders, "root");
+
+function selectViews(q: Queryable) {
+  return q
+    .select({
+      id: resourceProviders.id,
+      uuid: resourceProviders.uuid,
+      name: resourceProviders.name,
+      generation: resourceProviders.generation,
+      parentProviderUuid: parent.uuid,
+      rootProviderUuid: sql<string>`coalesce(${root.uuid}, ${resourceProviders.uuid})`,
+      createdAt: resourceProviders.createdAt,
+      updatedAt: resourceProviders.updatedAt,
+    })
+    .from(resourceProviders)
+    .leftJoin(parent, eq(parent.id, resourceProviders.parentProviderId))
+    .leftJoin(root, eq(root.id, resourceProviders.rootProviderId));
+}
+
+/** Providers matching `filters`, in creation (id) order as Placement returns them. */
+export async function listProviders(q: Queryable, filters: ProviderFilters): Promise<ProviderView[]> {
+  const conditions: SQL[] = [...(filters.conditions ?? [])];
+  if (filters.name !== undefined) conditions.push(eq(resourceProviders.name, filters.name));
+  if (filters.uuid !== undefined) conditions.push(eq(resourceProviders.uuid, filters.uuid));
+  if (filters.inTree !== undefined) {
+    conditions.push(
+      sql`${resourceProviders.rootProviderId} = (SELECT t.root_provider_id FROM resource_providers t WHERE t.uuid = ${filters.inTree})`,
+    );
+  }
+  return selectViews(q)
+    .where(and(...conditions))
+    .orderBy(asc(resourceProviders.id));
+}
+
+export async function getProviderView(q: Queryable, uuid: string, notFoundSuffix = ""): Promise<ProviderView> {
+  const rows = await selectViews(q).where(eq(resourceProviders.uuid, uuid));
+  if (!rows[0]) throw providerNotFound(uuid, notFoundSuffix);
+  return rows[0];
+}
+
+/** SQLSTATE and constraint of a database error, looking through drizzle's wrapping. */
+function pgError(err: unknown): { code?: string; constraint?: string } {
+  let e: unknown = err;
+  for (let depth = 0; e && depth < 5; depth++) {
+    const candidate = e as { code?: unknown; constraint?: unknown; cause?: unknown };
+    if (typeof candidate.code === "string") {
+      return { code: candidate.code, constraint: typeof candidate.constraint === "string" ? candidate.constraint : undefined };
+    }
+    e = candidate.cause;
+  }
+  return {};
+}
+
+const UNIQUE_VIOLATION = "23505";
+const FOREIGN_KEY_VIOLATION = "23503";
+
+export interface NewProvider {
+  uuid: string;
+  name: string;
+  parentProviderUuid: string | null;
+}
+
+/**
+ * Creates a provider (a root, or a child of an existing provider). Duplicate
+ * uuid or name is Placement's 409 `placement.duplicate_name`; a bad parent is
+ * its 400 "Unable to create resource provider ...".
+ */
+export async function createProvider(tx: Tx, data: NewProvider): Promise<ProviderView> {
+  const cannotCreate = (reason: string) =>
+    badRequest(`Unable to create resource provider "${data.name}", ${data.uuid}: Object action create failed because: ${reason}`);
+  if (!data.name) throw cannotCreate("name is required");
+  let parentRow: ProviderRow | undefined;
+  if (data.parentProviderUuid !== null) {
+    if (data.parentProviderUuid === data.uuid) {
+      throw cannotCreate(
+        "parent provider UUID cannot be same as UUID. Please set parent provider UUID to None if there is no parent.",
+      );
+    }
+    // FOR SHARE keeps the parent (and so its root) from being re-rooted or
+    // deleted until this child is committed under it.
+    const rows = await tx.select().from(resourceProviders).where(eq(resourceProviders.uuid, data.parentProviderUuid)).for("share");
+    parentRow = rows[0];
+    if (!parentRow) throw cannotCreate("parent provider UUID does not exist.");
+  }
+  await assertNoDuplicate(tx, data.uuid, data.name);
+  let inserted: ProviderRow[];
+  try {
+    inserted = await tx
+      .insert(resourceProviders)
+      .values({
+        uuid: data.uuid,
+        name: data.name,
+        parentProviderId: parentRow?.id ?? null,
+        rootProviderId: parentRow ? (parentRow.rootProviderId ?? parentRow.id) : null,
+      })
+      .returning();
+  } catch (err) {
+    // Another transaction created the same uuid or name after our check.
+    if (pgError(err).code === UNIQUE_VIOLATION) await duplicateAfterRace(data.uuid, data.name, err);
+    throw err;
+  }
+  const row = inserted[0];
+  if (!parentRow) await tx.update(resourceProviders).set({ rootProviderId: row.id }).where(eq(resourceProviders.id, row.id));
+  return getProviderView(tx, row.uuid);
+}
+
+function duplicateConflict(parts: string[]): PlacementError {
+  return conflict(`Conflicting resource provider ${parts.join(", ")} already exists.`, ErrorCode.DUPLICATE_NAME);
+}
+
+async function assertNoDuplicate(q: Queryable, uuid: string, name: string): Promise<void> {
+  const rows = await q
+    .select({ uuid: resourceProviders.uuid, name: resourceProviders.name })
+    .from(resourceProviders)
+    .where(or(eq(resourceProviders.uuid, uuid), eq(resourceProviders.name, name)));
+  const parts: string[] = [];
+  if (rows.some((r) => r.uuid === uuid)) parts.push(`uuid: ${uuid}`);
+  if (rows.some((r) => r.name === name)) parts.push(`name: ${name}`);
+  if (parts.length > 0) throw duplicateConflict(parts);
+}
+
+/** After a unique violation the transaction is aborted: name the duplicate from the constraint alone. */
+async function duplicateAfterRace(uuid: string, name: string, err: unknown): Promise<never> {
+  const constraint = pgError(err).constraint ?? "";
+  throw duplicateConflict(constraint.includes("name") ? [`name: ${name}`] : constraint.includes("uuid") ? [`uuid: ${uuid}`] : [`uuid: ${uuid}`, `name: ${name}`]);
+}
+
+export interface ProviderUpdate {
+  name: string;
+  /** Absent: keep the parent. null: make it a root. A uuid: put it under that provider. */
+  parentProviderUuid?: string | null;
+}
+
+/**
+ * Renames and/or re-parents a provider. Before 1.37 a provider may only gain
+ * a parent; from 1.37 it may move to another parent or become a root. Moving
+ * a provider moves its whole subtree to the new root. Renaming does not bump
+ * the generation (Placement's generation tracks inventory, traits,
+ * aggregates and allocations, not the name).
+ */
+export async function updateProvider(tx: Tx, uuid: string, update: ProviderUpdate, allowReparenting: boolean): Promise<ProviderView> {
+  const cannotSave = (action: string, reason: string) =>
+    badRequest(`Unable to save resource provider ${uuid}: Object action ${action} failed because: ${reason}`);
+  let me = await lockProviderByUuid(tx, uuid);
+  const changes: Partial<typeof resourceProviders.$inferInsert> = { name: update.name, updatedAt: new Date() };
+  let newRootId: number | undefined;
+  let subtree: number[] = [];
+
+  if (update.parentProviderUuid !== undefined) {
+    // Tree changes are serialized with one transaction-level advisory lock, so
+    // two moves can never each pass the loop check against the other's
+    // pre-move tree; then the moving tree's rows are locked (in id order) so
+    // no child is created under a provider whose root is being rewritten.
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(${TREE_LOCK_KEY})`);
+    const myRootId = me.rootProviderId ?? me.id;
+    await tx
+      .select({ id: resourceProviders.id })
+      .from(resourceProviders)
+      .where(eq(resourceProviders.rootProviderId, myRootId))
+      .orderBy(asc(resourceProviders.id))
+      .for("update");
+    me = await lockProviderByUuid(tx, uuid);
+
+    if (update.parentProviderUuid !== null) {
+      const newParent = await findProviderByUuid(tx, update.parentProviderUuid);
+      if (!newParent) throw cannotSave("create", "parent provider UUID does not exist.");
+      if (me.parentProviderId !== null && me.parentProviderId !== newParent.id && !allowReparenting) {
+        throw cannotSave("update", "re-parenting a provider is not currently allowed.");
+      }
+      subtree = await subtreeIds(tx, me.id);
+      if (subtree.includes(newParent.id)) throw cannotSave("update", "creating loop in the provider tree is not allowed.");
+      changes.parentProviderId = newParent.id;
+      newRootId = newParent.rootProviderId ?? newParent.id;
+    } else if (me.parentProviderId !== null) {
+      if (!allowReparenting) throw cannotSave("update", "un-parenting a provider is not currently allowed.");
+      subtree = await subtreeIds(tx, me.id);
+      changes.parentProviderId = null;
+      newRootId = me.id;
+    }
+  }
+
+  if (update.name !== me.name) {
+    const clash = await tx
+      .select({ id: resourceProviders.id })
+      .from(resourceProviders)
+      .where(and(eq(resourceProviders.name, update.name), ne(resourceProviders.id, me.id)));
+    if (clash.length > 0) throw conflict(`Conflicting resource provider ${update.name} already exists.`, ErrorCode.DUPLICATE_NAME);
+  }
+  try {
+    await tx.update(resourceProviders).set(changes).where(eq(resourceProviders.id, me.id));
+  } catch (err) {
+    if (pgError(err).code === UNIQUE_VIOLATION) {
+      throw conflict(`Conflicting resource provider ${update.name} already exists.`, ErrorCode.DUPLICATE_NAME);
+    }
+    throw err;
+  }
+  if (newRootId !== undefined && subtree.length > 0) {
+    await tx.update(resourceProviders).set({ rootProviderId: newRootId }).where(inArray(resourceProviders.id, subtree));
+  }
+  return getProviderView(tx, uuid);
+}
+
+/** Arbitrary constant naming the advisory lock that serializes provider tree changes. */
+const TREE_LOCK_KEY = 7_311_001;
+
+/** The provider and all its descendants. */
+async function subtreeIds(q: Queryable, id: number): Promise<number[]> {
+  const result = await q.execute<{ id: number }>(sql`
+    WITH RECURSIVE subtree(id) AS (
+      SELECT ${id}::integer
+      UNION
+      SELECT rp.id FROM resource_providers rp JOIN subtree s ON rp.parent_provider_id = s.id
+    )
+    SELECT id FROM subtree`);
+  return result.rows.map((r) => Number(r.id));
+}
+
+/**
+ * Deletes a provider with its inventories, traits and aggregate links. A
+ * provider with children or allocations stays (409), as in Placement.
+ */
+export async function deleteProvider(tx: Tx, uuid: string): Promise<void> {
+  const rows = await tx.select().from(resourceProviders).where(eq(resourceProviders.uuid, uuid)).for("update");
+  const me = rows[0];
+  if (!me) throw providerNotFound(uuid, " for delete");
+  const cannotDeleteParent = () =>
+    conflict(
+      `Unable to delete parent resource provider ${uuid}: It has child resource providers.`,
+      ErrorCode.PROVIDER_CANNOT_DELETE_PARENT,
+    );
+  const inUse = () =>
+    conflict(`Unable to delete resource provider ${uuid}: Resource provider has allocations.`, ErrorCode.PROVIDER_IN_USE);
+  const children = await tx
+    .select({ id: resourceProviders.id })
+    .from(resourceProviders)
+    .where(eq(resourceProviders.parentProviderId, me.id))
+    .limit(1);
+  if (children.length > 0) throw cannotDeleteParent();
+  const used = await tx.select({ id: allocations.id }).from(allocations).where(eq(allocations.resourceProviderId, me.id)).limit(1);
+  if (used.length > 0) throw inUse();
+  try {
+    // Inventories, traits and aggregate links go with the row (ON DELETE CASCADE).
+    await tx.delete(resourceProviders).where(eq(resourceProviders.id, me.id));
+  } catch (err) {
+    // A child or an allocation committed between our checks and the delete.
+    const { code, constraint } = pgError(err);
+    if (code === FOREIGN_KEY_VIOLATION) throw constraint?.startsWith("allocations") ? inUse() : cannotDeleteParent();
+    throw err;
+  }
 }
