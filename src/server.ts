@@ -6,6 +6,7 @@ import cluster from "node:cluster";
 import type { Server } from "node:http";
 import { serve } from "@hono/node-server";
 import { createApp } from "./app.js";
+import { answerParserErrors } from "./http/client-error.js";
 import type { Config } from "./config.js";
 import { openDatabase } from "./db/database.js";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./db/embedded.js";
@@ -38,6 +39,7 @@ export async function serveHttp(config: Config, url: string, log: Logger): Promi
   const server = await new Promise<Server>((resolve) => {
     const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, () => resolve(s as Server));
   });
+  answerParserErrors(server);
   const stop = async () => {
     await new Promise<void>((resolve) => {
       server.close(() => resolve());

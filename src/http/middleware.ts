@@ -4,7 +4,6 @@
  */
 import { randomUUID } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
-import { cors } from "hono/cors";
 import { bodyLimit } from "hono/body-limit";
 import type { Config } from "../config.js";
 import type { AppEnv } from "./context.js";
@@ -24,17 +23,52 @@ export const requestId: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.res.headers.set(REQUEST_ID_HEADER, id);
 };
 
-/** CORS only when origins are configured; otherwise OPTIONS falls through to the 405 of each route. */
+/**
+ * CORS only when origins are configured (as oslo.middleware's CORS filter in
+ * Placement); otherwise OPTIONS falls through to the 405 of each route.
+ * A preflight (OPTIONS) is always answered 200 here, with the allow headers
+ * only when the origin, method and requested headers are all permitted.
+ */
 export function corsMiddleware(config: Config): MiddlewareHandler<AppEnv> | undefined {
   const origins = config.PLACEMENT_CORS_ALLOWED_ORIGINS;
   if (!origins || origins.length === 0) return undefined;
-  return cors({
-    origin: (origin) => (origins.includes(origin) || origins.includes("*") ? origin : null),
-    allowHeaders: config.PLACEMENT_CORS_ALLOW_HEADERS ?? [],
-    allowMethods: ["GET", "PUT", "POST", "DELETE", "PATCH"],
-    exposeHeaders: [HEADER, REQUEST_ID_HEADER],
-  });
+  const allowHeaders = new Set([...(config.PLACEMENT_CORS_ALLOW_HEADERS ?? []), ...CORS_SIMPLE_HEADERS].map((h) => h.toLowerCase()));
+  const allowedOrigin = (origin: string | undefined): string | undefined => {
+    if (!origin) return undefined;
+    if (origins.includes(origin)) return origin;
+    return origins.includes("*") ? "*" : undefined;
+  };
+  return async (c, next) => {
+    const origin = allowedOrigin(c.req.header("origin"));
+    if (c.req.method === "OPTIONS") {
+      const headers: Record<string, string> = {};
+      const method = c.req.header("access-control-request-method");
+      const requested = (c.req.header("access-control-request-headers") ?? "")
+        .split(",")
+        .map((h) => h.trim())
+        .filter((h) => h.length > 0);
+      if (origin && method && CORS_METHODS.includes(method) && requested.every((h) => allowHeaders.has(h.toLowerCase()))) {
+        headers["vary"] = "Origin";
+        headers["access-control-allow-origin"] = origin;
+        headers["access-control-allow-methods"] = method;
+        if (requested.length > 0) headers["access-control-allow-headers"] = requested.join(",");
+      }
+      return c.body(null, 200, headers);
+    }
+    await next();
+    if (origin && !c.res.headers.has("access-control-allow-origin")) {
+      const vary = c.res.headers.get("vary");
+      c.res.headers.set("vary", vary ? `${vary},Origin` : "Origin");
+      c.res.headers.set("access-control-allow-origin", origin);
+      c.res.headers.set("access-control-expose-headers", CORS_EXPOSE_HEADERS.join(","));
+    }
+  };
 }
+
+const CORS_METHODS = ["GET", "PUT", "POST", "DELETE", "PATCH"];
+/** Headers a browser may always send (the CORS "simple" request headers). */
+const CORS_SIMPLE_HEADERS = ["Cache-Control", "Content-Language", "Content-Type", "Expires", "Last-Modified", "Pragma"];
+const CORS_EXPOSE_HEADERS = [HEADER, REQUEST_ID_HEADER];
 
 export function bodySizeLimit(config: Config): MiddlewareHandler<AppEnv> {
   return bodyLimit({
@@ -65,8 +99,9 @@ export const microversion: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /**
- * Header checks Placement makes before dispatch: a body needs a content type,
- * and GET responses are JSON only.
+ * Header checks Placement makes before dispatch: a body needs a content type.
+ * (The Accept check of GET happens once a route matched, see declareRoute: an
+ * unknown path is a 404 whatever the Accept header says.)
  */
 export const headerChecks: MiddlewareHandler<AppEnv> = async (c, next) => {
   const length = c.req.header("content-length");
@@ -75,9 +110,6 @@ export const headerChecks: MiddlewareHandler<AppEnv> = async (c, next) => {
     if (Number(length) > 0 && !c.req.header("content-type")) {
       throw new PlacementError(400, "content-type header required when content-length > 0");
     }
-  }
-  if (c.req.method === "GET" && !acceptsJson(c.req.header("accept"))) {
-    throw new PlacementError(406, "Only application/json is provided", undefined, {}, "");
   }
   await next();
 };

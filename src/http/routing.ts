@@ -5,6 +5,7 @@
 import type { Handler, Hono } from "hono";
 import type { AppEnv } from "./context.js";
 import { PlacementError } from "./errors.js";
+import { acceptsJson } from "./middleware.js";
 import { Microversion, type VersionString } from "./microversion.js";
 import type { AppContext } from "./context.js";
 
@@ -13,7 +14,7 @@ type Method = "GET" | "PUT" | "POST" | "DELETE" | "PATCH";
 export function methodNotAllowed(method: string, allowed: string[]): PlacementError {
   return new PlacementError(
     405,
-    "",
+    "The method specified is not allowed for this resource.",
     undefined,
     { allow: allowed.join(", ") },
     `The method ${method} is not allowed for this resource.`,
@@ -21,12 +22,29 @@ export function methodNotAllowed(method: string, allowed: string[]): PlacementEr
 }
 
 /** Registers `handlers` on `path` plus the 405 fallback for every other method. */
-export function declareRoute(app: Hono<AppEnv>, path: string, handlers: Partial<Record<Method, Handler<AppEnv>>>): void {
+export function declareRoute<P extends string>(
+  app: Hono<AppEnv>,
+  path: P,
+  handlers: Partial<Record<Method, Handler<AppEnv, P>>>,
+): void {
   const methods = Object.keys(handlers) as Method[];
-  for (const method of methods) app.on(method, path, handlers[method]!);
+  for (const method of methods) {
+    const handler = handlers[method]!;
+    app.on(method, path, method === "GET" ? jsonOnly(handler) : handler);
+  }
   app.all(path, (c) => {
     throw methodNotAllowed(c.req.method, methods);
   });
+}
+
+/** GET responses are JSON only: an Accept header that rules JSON out is a 406 (Placement's check_accept). */
+function jsonOnly<P extends string>(handler: Handler<AppEnv, P>): Handler<AppEnv, P> {
+  return (c, next) => {
+    if (!acceptsJson(c.req.header("accept"))) {
+      throw new PlacementError(406, "Only application/json is provided", undefined, {}, "");
+    }
+    return handler(c, next);
+  };
 }
 
 /**

@@ -1,7 +1,86 @@
-/** Routes for resource-classes: not written yet (placeholder so the app composes; see the open issues). */
+/**
+ * /resource_classes (from 1.2): list, show, create (POST), rename (PUT up to
+ * 1.6), create-if-missing (bodiless PUT from 1.7) and delete.
+ */
 import { Hono } from "hono";
-import type { AppDeps, AppEnv } from "../http/context.js";
+import { z } from "zod";
+import { authorize } from "../auth/policy.js";
+import { inTransaction } from "../db/database.js";
+import { readJsonBody } from "../http/body.js";
+import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
+import { newestTimestamp, setLastModified } from "../http/last-modified.js";
+import { declareRoute, requireMicroversion } from "../http/routing.js";
+import { validateBody } from "../http/validation.js";
+import {
+  createResourceClass,
+  deleteResourceClass,
+  ensureResourceClass,
+  getResourceClass,
+  listResourceClasses,
+  renameResourceClass,
+} from "../services/resource-classes.js";
 
-export function resourceClassRoutes(_deps: AppDeps): Hono<AppEnv> {
-  return new Hono<AppEnv>();
+/** Custom class names: CUSTOM_ then upper-case letters, digits and underscores. */
+const CUSTOM_CLASS_NAME = z.string().max(255).regex(/^CUSTOM_[A-Z0-9_]+$/);
+
+const POST_RC_SCHEMA_V1_2 = z.strictObject({ name: CUSTOM_CLASS_NAME });
+const PUT_RC_SCHEMA_V1_2 = POST_RC_SCHEMA_V1_2;
+
+const classUrl = (name: string) => `/resource_classes/${name}`;
+
+const serialize = (name: string) => ({ name, links: [{ rel: "self", href: classUrl(name) }] });
+
+export function resourceClassRoutes({ db }: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  declareRoute(app, "/resource_classes", {
+    GET: async (c) => {
+      requireMicroversion(c, "1.2");
+      authorize(c, "placement:resource_classes:list");
+      const classes = await listResourceClasses(db);
+      setLastModified(c, newestTimestamp(classes));
+      return c.json({ resource_classes: classes.map((rc) => serialize(rc.name)) });
+    },
+    POST: async (c) => {
+      requireMicroversion(c, "1.2");
+      authorize(c, "placement:resource_classes:create");
+      const { name } = await readJsonBody(c, POST_RC_SCHEMA_V1_2);
+      const rc = await inTransaction(db, (tx) => createResourceClass(tx, name));
+      return c.body(null, 201, { location: classUrl(rc.name) });
+    },
+  });
+
+  declareRoute(app, "/resource_classes/:name", {
+    GET: async (c) => {
+      requireMicroversion(c, "1.2");
+      authorize(c, "placement:resource_classes:show");
+      const rc = await getResourceClass(db, c.req.param("name"));
+      setLastModified(c, newestTimestamp([rc]));
+      return c.json(serialize(rc.name));
+    },
+    PUT: async (c) => {
+      requireMicroversion(c, "1.2");
+      if (c.get("microversion").atLeast("1.7")) return ensureClass(c);
+      authorize(c, "placement:resource_classes:update");
+      const { name } = await readJsonBody(c, PUT_RC_SCHEMA_V1_2);
+      const rc = await inTransaction(db, (tx) => renameResourceClass(tx, c.req.param("name"), name));
+      return c.json(serialize(rc.name));
+    },
+    DELETE: async (c) => {
+      requireMicroversion(c, "1.2");
+      authorize(c, "placement:resource_classes:delete");
+      await inTransaction(db, (tx) => deleteResourceClass(tx, c.req.param("name")));
+      return c.body(null, 204);
+    },
+  });
+
+  /** From 1.7 the PUT has no body: the name in the path is validated as the body's name was. */
+  async function ensureClass(c: AppContext) {
+    authorize(c, "placement:resource_classes:update");
+    const { name } = validateBody(PUT_RC_SCHEMA_V1_2, { name: c.req.param("name") });
+    const { created } = await inTransaction(db, (tx) => ensureResourceClass(tx, name));
+    return c.body(null, created ? 201 : 204, { location: classUrl(name) });
+  }
+
+  return app;
 }

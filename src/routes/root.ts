@@ -2,13 +2,16 @@
 import { Hono } from "hono";
 import type { AppDeps, AppEnv } from "../http/context.js";
 import { declareRoute } from "../http/routing.js";
+import { setLastModified } from "../http/last-modified.js";
 import { MAX_VERSION, MIN_VERSION } from "../http/microversion.js";
 
 export function rootRoutes(_deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   declareRoute(app, "/", {
-    GET: (c) =>
-      c.json({
+    GET: (c) => {
+      // Placement sends the cache headers here too from 1.15; the document has no age, so "now".
+      setLastModified(c, new Date());
+      return c.json({
         versions: [
           {
             id: "v1.0",
@@ -18,7 +21,8 @@ export function rootRoutes(_deps: AppDeps): Hono<AppEnv> {
             links: [{ rel: "self", href: "" }],
           },
         ],
-      }),
+      });
+    },
   });
   return app;
 }

@@ -1,7 +1,134 @@
-/** Routes for traits: not written yet (placeholder so the app composes; see the open issues). */
+/**
+ * Traits (from 1.6): /traits, /traits/{name}, and a provider's traits at
+ * /resource_providers/{uuid}/traits.
+ */
 import { Hono } from "hono";
+import { z } from "zod";
+import { authorize } from "../auth/policy.js";
+import { inTransaction } from "../db/database.js";
+import { readJsonBody } from "../http/body.js";
 import type { AppDeps, AppEnv } from "../http/context.js";
+import { badRequest } from "../http/errors.js";
+import { newestTimestamp, setLastModified } from "../http/last-modified.js";
+import { declareRoute, requireMicroversion } from "../http/routing.js";
+import { jsonInteger, validateQuery } from "../http/validation.js";
+import { getProviderByUuid } from "../services/providers.js";
+import {
+  deleteTrait,
+  ensureTrait,
+  getTrait,
+  listTraits,
+  providerTraits,
+  setProviderTraits,
+  type TraitFilters,
+  type TraitRow,
+} from "../services/traits.js";
 
-export function traitRoutes(_deps: AppDeps): Hono<AppEnv> {
-  return new Hono<AppEnv>();
+const LIST_TRAIT_SCHEMA = z.strictObject({ name: z.string().optional(), associated: z.string().optional() });
+
+const TRAIT = z.string().min(1).max(255);
+const CUSTOM_TRAIT = TRAIT.regex(/^CUSTOM_[A-Z0-9_]+$/);
+
+const SET_TRAITS_FOR_RP_SCHEMA = z.strictObject({
+  traits: z.array(TRAIT),
+  resource_provider_generation: jsonInteger(),
+});
+
+const INVALID_TRAIT =
+  'The trait is invalid. A valid trait must be no longer than 255 characters, start with the prefix "CUSTOM_" and use following characters: "A"-"Z", "0"-"9" and "_"';
+
+const traitUrl = (name: string) => `/traits/${name}`;
+
+/** `name=in:A,B` or `name=startswith:PREFIX`; any other operator filters nothing, as in Placement. */
+function nameFilter(value: string): TraitFilters {
+  const colon = value.indexOf(":");
+  if (colon < 0) {
+    throw badRequest(
+      `Badly formatted name parameter. Expected name query string parameter in form: ?name=[in|startswith]:[name1,name2|prefix]. Got: "${value}"`,
+    );
+  }
+  const op = value.slice(0, colon);
+  const operand = value.slice(colon + 1);
+  if (op === "in") return { nameIn: operand.split(",") };
+  if (op === "startswith") return { prefix: operand };
+  return {};
+}
+
+function associatedFilter(value: string): boolean {
+  const v = value.toLowerCase();
+  if (v !== "true" && v !== "false") throw badRequest('The query parameter "associated" only accepts "true" or "false"');
+  return v === "true";
+}
+
+const traitNames = (rows: TraitRow[]) => rows.map((t) => t.name);
+
+export function traitRoutes({ db }: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  declareRoute(app, "/traits", {
+    GET: async (c) => {
+      requireMicroversion(c, "1.6");
+      authorize(c, "placement:traits:list");
+      const query = validateQuery(LIST_TRAIT_SCHEMA, c.req.query());
+      const filters: TraitFilters = query.name !== undefined ? nameFilter(query.name) : {};
+      if (query.associated !== undefined) filters.associated = associatedFilter(query.associated);
+      const rows = await listTraits(db, filters);
+      setLastModified(c, newestTimestamp(rows));
+      return c.json({ traits: traitNames(rows) });
+    },
+  });
+
+  declareRoute(app, "/traits/:name", {
+    GET: async (c) => {
+      requireMicroversion(c, "1.6");
+      authorize(c, "placement:traits:show");
+      const trait = await getTrait(db, c.req.param("name"));
+      setLastModified(c, newestTimestamp([{ createdAt: trait.createdAt, updatedAt: null }]));
+      return c.body(null, 204);
+    },
+    PUT: async (c) => {
+      requireMicroversion(c, "1.6");
+      authorize(c, "placement:traits:update");
+      const name = c.req.param("name");
+      if (!CUSTOM_TRAIT.safeParse(name).success) throw badRequest(INVALID_TRAIT);
+      const { trait, created } = await inTransaction(db, (tx) => ensureTrait(tx, name));
+      setLastModified(c, newestTimestamp([{ createdAt: trait.createdAt, updatedAt: null }]));
+      return c.body(null, created ? 201 : 204, { location: traitUrl(name) });
+    },
+    DELETE: async (c) => {
+      requireMicroversion(c, "1.6");
+      authorize(c, "placement:traits:delete");
+      await inTransaction(db, (tx) => deleteTrait(tx, c.req.param("name")));
+      return c.body(null, 204);
+    },
+  });
+
+  declareRoute(app, "/resource_providers/:uuid/traits", {
+    GET: async (c) => {
+      requireMicroversion(c, "1.6");
+      authorize(c, "placement:resource_providers:traits:list");
+      const provider = await getProviderByUuid(db, c.req.param("uuid"));
+      const rows = await providerTraits(db, provider.id);
+      setLastModified(c, newestTimestamp(rows));
+      return c.json({ traits: traitNames(rows), resource_provider_generation: provider.generation });
+    },
+    PUT: async (c) => {
+      requireMicroversion(c, "1.6");
+      authorize(c, "placement:resource_providers:traits:update");
+      const body = await readJsonBody(c, SET_TRAITS_FOR_RP_SCHEMA);
+      const result = await inTransaction(db, (tx) =>
+        setProviderTraits(tx, c.req.param("uuid"), body.traits, body.resource_provider_generation),
+      );
+      setLastModified(c, newestTimestamp(result.traits));
+      return c.json({ traits: traitNames(result.traits), resource_provider_generation: result.generation });
+    },
+    DELETE: async (c) => {
+      requireMicroversion(c, "1.6");
+      authorize(c, "placement:resource_providers:traits:delete");
+      await inTransaction(db, (tx) => setProviderTraits(tx, c.req.param("uuid"), []));
+      return c.body(null, 204);
+    },
+  });
+
+  return app;
 }

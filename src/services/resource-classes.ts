@@ -1,0 +1,120 @@
+/**
+ * Resource classes: the standard ones (ids below 10000, seeded by the
+ * migration, never changed) and CUSTOM_* ones that operators create, rename
+ * and delete. Nothing is cached in memory: several server processes share the
+ * database, and a name->id cache would go stale when another process renames
+ * or deletes a class.
+ */
+import { asc, eq, inArray, sql } from "drizzle-orm";
+import type { Queryable, Tx } from "../db/database.js";
+import { allocations, inventories, resourceClasses } from "../db/schema.js";
+import { badRequest, conflict, notFound } from "../http/errors.js";
+
+export type ResourceClassRow = typeof resourceClasses.$inferSelect;
+
+/** Ids from here on belong to custom classes (the identity column starts here). */
+export const MIN_CUSTOM_RESOURCE_CLASS_ID = 10000;
+
+const isStandard = (rc: ResourceClassRow): boolean => rc.id < MIN_CUSTOM_RESOURCE_CLASS_ID;
+
+export async function listResourceClasses(q: Queryable): Promise<ResourceClassRow[]> {
+  return q.select().from(resourceClasses).orderBy(asc(resourceClasses.id));
+}
+
+export async function findResourceClass(q: Queryable, name: string): Promise<ResourceClassRow | undefined> {
+  const rows = await q.select().from(resourceClasses).where(eq(resourceClasses.name, name)).limit(1);
+  return rows[0];
+}
+
+/** The class called `name`, or Placement's 404. */
+export async function getResourceClass(q: Queryable, name: string): Promise<ResourceClassRow> {
+  const rc = await findResourceClass(q, name);
+  if (!rc) throw notFound(`No such resource class ${name}.`);
+  return rc;
+}
+
+/** Ids of the named classes that exist (absent names are simply missing from the map). */
+export async function resourceClassIds(q: Queryable, names: readonly string[]): Promise<Map<string, number>> {
+  if (names.length === 0) return new Map();
+  const rows = await q
+    .select({ id: resourceClasses.id, name: resourceClasses.name })
+    .from(resourceClasses)
+    .where(inArray(resourceClasses.name, [...new Set(names)]));
+  return new Map(rows.map((r) => [r.name, r.id]));
+}
+
+/**
+ * Creates a custom class; undefined when one with that name already exists.
+ * ON CONFLICT keeps a concurrent create of the same name from aborting the
+ * transaction with a unique violation.
+ */
+async function insertResourceClass(tx: Tx, name: string): Promise<ResourceClassRow | undefined> {
+  const rows = await tx.insert(resourceClasses).values({ name }).onConflictDoNothing().returning();
+  return rows[0];
+}
+
+/** POST /resource_classes: 409 when the name is taken. */
+export async function createResourceClass(tx: Tx, name: string): Promise<ResourceClassRow> {
+  const rc = await insertResourceClass(tx, name);
+  if (!rc) throw conflict(`Conflicting resource class already exists: ${name}`);
+  return rc;
+}
+
+/** PUT /resource_classes/{name} from 1.7: creates the class unless it exists. */
+export async function ensureResourceClass(tx: Tx, name: string): Promise<{ resourceClass: ResourceClassRow; created: boolean }> {
+  const created = await insertResourceClass(tx, name);
+  if (created) return { resourceClass: created, created: true };
+  return { resourceClass: await getResourceClass(tx, name), created: false };
+}
+
+/** PUT /resource_classes/{name} before 1.7: renames a custom class. */
+export async function renameResourceClass(tx: Tx, name: string, newName: string): Promise<ResourceClassRow> {
+  const rc = await getResourceClass(tx, name);
+  if (isStandard(rc)) throw badRequest(`Cannot update standard resource class ${name}`);
+  const taken = () => conflict(`Resource class already exists: ${newName}`);
+  if (newName !== name && (await findResourceClass(tx, newName))) throw taken();
+  try {
+    const rows = await tx
+      .update(resourceClasses)
+      .set({ name: newName, updatedAt: sql`now()` })
+      .where(eq(resourceClasses.id, rc.id))
+      .returning();
+    return rows[0];
+  } catch (err) {
+    // Another transaction took the name between our check and the update.
+    if (sqlState(err) === "23505") throw taken();
+    throw err;
+  }
+}
+
+/**
+ * DELETE /resource_classes/{name}. The class row is locked first: inventory
+ * and allocation writers that reference the class take a key-share lock on it
+ * through their foreign key, so once we hold the lock no new use can appear
+ * and the in-use check below cannot be overtaken.
+ */
+export async function deleteResourceClass(tx: Tx, name: string): Promise<void> {
+  const rows = await tx.select().from(resourceClasses).where(eq(resourceClasses.name, name)).for("update");
+  const rc = rows[0];
+  if (!rc) throw notFound(`No such resource class ${name}.`);
+  if (isStandard(rc)) throw badRequest(`Error in delete resource class: Cannot delete standard resource class ${name}.`);
+  const [inUse] = await tx.execute<{ used: boolean }>(
+    sql`SELECT EXISTS (SELECT 1 FROM ${inventories} WHERE ${inventories.resourceClassId} = ${rc.id})
+        OR EXISTS (SELECT 1 FROM ${allocations} WHERE ${allocations.resourceClassId} = ${rc.id}) AS used`,
+  ).then((r) => r.rows);
+  if (inUse?.used) {
+    throw conflict(`Error in delete resource class: Cannot delete resource class ${name}. Class is in use in inventory.`);
+  }
+  await tx.delete(resourceClasses).where(eq(resourceClasses.id, rc.id));
+}
+
+/** The SQLSTATE of a database error, looking through drizzle's wrapping. */
+export function sqlState(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let depth = 0; e && depth < 5; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

@@ -1,0 +1,123 @@
+/**
+ * Traits and the traits of a provider. Standard traits are seeded by the
+ * migration; only CUSTOM_* traits may be created or deleted. Lists come back
+ * in trait id (creation) order, the order Placement's results have on its
+ * reference database. No in-memory cache: several processes share the table.
+ */
+import { and, asc, eq, inArray, sql, type SQL } from "drizzle-orm";
+import type { Queryable, Tx } from "../db/database.js";
+import { resourceProviderTraits, traits } from "../db/schema.js";
+import { badRequest, conflict, notFound } from "../http/errors.js";
+import { bumpProviderGeneration, checkGeneration, lockProviderByUuid, type ProviderRow } from "./providers.js";
+
+export type TraitRow = typeof traits.$inferSelect;
+
+export const CUSTOM_PREFIX = "CUSTOM_";
+
+export interface TraitFilters {
+  /** Only these names. */
+  nameIn?: string[];
+  /** Only names starting with this (taken literally, not as a LIKE pattern). */
+  prefix?: string;
+  /** true: only traits some provider has; false: only traits no provider has. */
+  associated?: boolean;
+}
+
+const associatedWithAProvider = sql`EXISTS (SELECT 1 FROM ${resourceProviderTraits} WHERE ${resourceProviderTraits.traitId} = ${traits.id})`;
+
+export async function listTraits(q: Queryable, filters: TraitFilters = {}): Promise<TraitRow[]> {
+  const conditions: SQL[] = [];
+  if (filters.nameIn) {
+    if (filters.nameIn.length === 0) return [];
+    conditions.push(inArray(traits.name, filters.nameIn));
+  }
+  if (filters.prefix !== undefined) conditions.push(sql`starts_with(${traits.name}, ${filters.prefix})`);
+  if (filters.associated === true) conditions.push(associatedWithAProvider);
+  if (filters.associated === false) conditions.push(sql`NOT ${associatedWithAProvider}`);
+  return q
+    .select()
+    .from(traits)
+    .where(and(...conditions))
+    .orderBy(asc(traits.id));
+}
+
+const traitNotFound = (name: string) => notFound(`No such trait(s): ${name}.`);
+
+/** The trait called `name`, or Placement's 404. */
+export async function getTrait(q: Queryable, name: string): Promise<TraitRow> {
+  const rows = await q.select().from(traits).where(eq(traits.name, name)).limit(1);
+  if (!rows[0]) throw traitNotFound(name);
+  return rows[0];
+}
+
+/** PUT /traits/{name}: creates the trait unless it exists (ON CONFLICT: a concurrent create is not an error). */
+export async function ensureTrait(tx: Tx, name: string): Promise<{ trait: TraitRow; created: boolean }> {
+  const rows = await tx.insert(traits).values({ name }).onConflictDoNothing().returning();
+  if (rows[0]) return { trait: rows[0], created: true };
+  return { trait: await getTrait(tx, name), created: false };
+}
+
+/**
+ * DELETE /traits/{name}. The trait row is locked first; setProviderTraits
+ * key-share locks the traits it assigns, so an assignment either finished
+ * before (and the in-use check sees it) or waits and then finds no trait.
+ */
+export async function deleteTrait(tx: Tx, name: string): Promise<void> {
+  const rows = await tx.select().from(traits).where(eq(traits.name, name)).for("update");
+  const trait = rows[0];
+  if (!trait) throw traitNotFound(name);
+  if (!name.startsWith(CUSTOM_PREFIX)) throw badRequest(`Cannot delete standard trait ${name}.`);
+  const used = await tx
+    .select({ one: sql`1` })
+    .from(resourceProviderTraits)
+    .where(eq(resourceProviderTraits.traitId, trait.id))
+    .limit(1);
+  if (used.length > 0) throw conflict(`The trait ${name} is in use by a resource provider.`);
+  await tx.delete(traits).where(eq(traits.id, trait.id));
+}
+
+/** The provider's traits, in trait id order. */
+export async function providerTraits(q: Queryable, providerId: number): Promise<TraitRow[]> {
+  return q
+    .select({ id: traits.id, name: traits.name, createdAt: traits.createdAt, updatedAt: traits.updatedAt })
+    .from(traits)
+    .innerJoin(resourceProviderTraits, eq(resourceProviderTraits.traitId, traits.id))
+    .where(eq(resourceProviderTraits.resourceProviderId, providerId))
+    .orderBy(asc(traits.id));
+}
+
+export const PROVIDER_TRAITS_GENERATION_CONFLICT =
+  "Resource provider's generation already changed. Please update the generation and try again.";
+
+/**
+ * Replaces a provider's traits (PUT /resource_providers/{uuid}/traits, and
+ * with `names` empty its DELETE). The provider row is locked before the
+ * generation is compared, so of two writers sending the same generation the
+ * second waits, then sees the bumped generation and gets the 409. With
+ * `expectedGeneration` undefined (DELETE) no generation is compared.
+ */
+export async function setProviderTraits(
+  tx: Tx,
+  uuid: string,
+  names: readonly string[],
+  expectedGeneration?: number,
+): Promise<{ provider: ProviderRow; traits: TraitRow[]; generation: number }> {
+  const provider = await lockProviderByUuid(tx, uuid);
+  if (expectedGeneration !== undefined) checkGeneration(provider, expectedGeneration, PROVIDER_TRAITS_GENERATION_CONFLICT);
+
+  const wanted = [...new Set(names)];
+  const found =
+    wanted.length === 0
+      ? []
+      : await tx.select().from(traits).where(inArray(traits.name, wanted)).orderBy(asc(traits.id)).for("key share");
+  const known = new Set(found.map((t) => t.name));
+  const missing = wanted.filter((n) => !known.has(n));
+  if (missing.length > 0) throw badRequest(`No such trait ${missing.join(", ")}`);
+
+  await tx.delete(resourceProviderTraits).where(eq(resourceProviderTraits.resourceProviderId, provider.id));
+  if (found.length > 0) {
+    await tx.insert(resourceProviderTraits).values(found.map((t) => ({ resourceProviderId: provider.id, traitId: t.id })));
+  }
+  const generation = await bumpProviderGeneration(tx, provider.id);
+  return { provider, traits: found, generation };
+}
