@@ -1,0 +1,230 @@
+/**
+ * The pure half of the candidates engine: how ways of satisfying single
+ * request groups combine into whole candidates. No database here, so every
+ * rule (traits across a tree, group_policy=isolate, same_subtree, capacity
+ * of a provider shared by several groups) is tested on plain data.
+ *
+ * Combination is a depth-first search over the groups, one anchor tree at a
+ * time, and it is a generator: the caller pulls candidates until it has
+ * enough (`limit`), so nothing is built that is not returned. Partial
+ * combinations are pruned as soon as they break isolate or capacity, which
+ * is what keeps wide symmetric trees (many same-class children, many groups)
+ * from exploding: the first N answers come after O(N x groups) steps instead
+ * of after enumerating children^groups products.
+ */
+
+export interface ResourceRequest {
+  providerId: number;
+  resourceClassId: number;
+  amount: number;
+}
+
+/** One way to satisfy one request group within one anchor tree. */
+export interface GroupOption {
+  suffix: string;
+  /** Granular groups: one provider, which isolate keeps distinct across groups. */
+  sameProvider: boolean;
+  resources: ResourceRequest[];
+  /** The providers this group maps to (one for granular groups; resourceless groups have one and no resources). */
+  providers: number[];
+}
+
+/** A whole allocation candidate: what to claim from which provider, and which group each provider serves. */
+export interface Candidate {
+  anchorRootId: number;
+  resources: ResourceRequest[];
+  mappings: Map<string, number[]>;
+}
+
+export interface Capacity {
+  capacity: number;
+  used: number;
+  maxUnit: number;
+}
+
+export interface MergeRules {
+  isolate: boolean;
+  sameSubtrees: string[][];
+  parentOf: (providerId: number) => number | null;
+  capacityOf: (providerId: number, resourceClassId: number) => Capacity | undefined;
+}
+
+/** True when the combined traits of `providers` satisfy every any-of set and none carries a forbidden trait. */
+export function satisfiesTraits(
+  providers: Iterable<number>,
+  traitsOf: (providerId: number) => ReadonlySet<number> | undefined,
+  required: number[][],
+  forbidden: ReadonlySet<number>,
+): boolean {
+  const all = new Set<number>();
+  for (const p of providers) {
+    const traits = traitsOf(p);
+    if (!traits) continue;
+    for (const t of traits) {
+      if (forbidden.has(t)) return false;
+      all.add(t);
+    }
+  }
+  return required.every((anyOf) => anyOf.some((t) => all.has(t)));
+}
+
+/**
+ * The ways one tree can satisfy the unsuffixed group: one provider per
+ * resource class (classes in id order, as Placement's product), where the
+ * chosen providers together meet the group's trait expression.
+ */
+export function* spreadOptions(
+  suffix: string,
+  perClass: ResourceRequest[][],
+  traitsOf: (providerId: number) => ReadonlySet<number> | undefined,
+  required: number[][],
+  forbidden: ReadonlySet<number>,
+): Generator<GroupOption> {
+  const ordered = [...perClass].sort((a, b) => a[0].resourceClassId - b[0].resourceClassId);
+  const chosen: ResourceRequest[] = [];
+  function* walk(i: number): Generator<GroupOption> {
+    if (i === ordered.length) {
+      const providers = [...new Set(chosen.map((r) => r.providerId))];
+      if (satisfiesTraits(providers, traitsOf, required, forbidden)) {
+        yield { suffix, sameProvider: false, resources: [...chosen], providers: providers.sort((a, b) => a - b) };
+      }
+      return;
+    }
+    for (const rr of ordered[i]) {
+      // A provider with a forbidden trait can never be part of a valid choice.
+      const traits = traitsOf(rr.providerId);
+      if (traits && forbidden.size > 0 && [...traits].some((t) => forbidden.has(t))) continue;
+      chosen.push(rr);
+      yield* walk(i + 1);
+      chosen.pop();
+    }
+  }
+  yield* walk(0);
+}
+
+/** True when one of `providers` is an ancestor (or self) of all the others. */
+export function inSameSubtree(providers: number[], parentOf: (id: number) => number | null): boolean {
+  if (providers.length <= 1) return true;
+  const ancestry = (id: number): Set<number> => {
+    const out = new Set<number>();
+    for (let p: number | null = id; p !== null && !out.has(p); p = parentOf(p)) out.add(p);
+    return out;
+  };
+  let common: Set<number> | undefined;
+  for (const p of providers) {
+    const a = ancestry(p);
+    common = common ? new Set([...common].filter((x) => a.has(x))) : a;
+  }
+  return providers.some((p) => common!.has(p));
+}
+
+/**
+ * Every combination of one option per group (groups in request order) for
+ * one anchor tree, consolidated, that respects isolate, capacity and
+ * same_subtree. Yields lazily, in product order.
+ */
+export function* mergeGroups(anchorRootId: number, options: GroupOption[][], rules: MergeRules): Generator<Candidate> {
+  if (options.some((o) => o.length === 0)) return;
+  const picked: GroupOption[] = [];
+  const usedByGranular = new Map<number, number>();
+  const claimed = new Map<string, number>();
+
+  const fits = (rrs: ResourceRequest[]): boolean => {
+    for (const rr of rrs) {
+      const key = `${rr.providerId}:${rr.resourceClassId}`;
+      const total = (claimed.get(key) ?? 0) + rr.amount;
+      const cap = rules.capacityOf(rr.providerId, rr.resourceClassId);
+      if (!cap || cap.used + total > cap.capacity || total > cap.maxUnit) return false;
+    }
+    return true;
+  };
+  const claim = (rrs: ResourceRequest[], sign: 1 | -1): void => {
+    for (const rr of rrs) {
+      const key = `${rr.providerId}:${rr.resourceClassId}`;
+      claimed.set(key, (claimed.get(key) ?? 0) + sign * rr.amount);
+    }
+  };
+
+  function* walk(i: number): Generator<Candidate> {
+    if (i === options.length) {
+      if (satisfiesSameSubtrees(picked, rules)) yield consolidate(anchorRootId, picked);
+      return;
+    }
+    for (const option of options[i]) {
+      const granular = option.sameProvider ? option.providers[0] : undefined;
+      if (rules.isolate && granular !== undefined && usedByGranular.get(granular)) continue;
+      if (!fits(option.resources)) continue;
+      picked.push(option);
+      claim(option.resources, 1);
+      if (granular !== undefined) usedByGranular.set(granular, (usedByGranular.get(granular) ?? 0) + 1);
+      yield* walk(i + 1);
+      if (granular !== undefined) usedByGranular.set(granular, usedByGranular.get(granular)! - 1);
+      claim(option.resources, -1);
+      picked.pop();
+    }
+  }
+  yield* walk(0);
+}
+
+function satisfiesSameSubtrees(picked: GroupOption[], rules: MergeRules): boolean {
+  for (const suffixes of rules.sameSubtrees) {
+    const providers = new Set<number>();
+    for (const o of picked) if (suffixes.includes(o.suffix)) for (const p of o.providers) providers.add(p);
+    if (!inSameSubtree([...providers], rules.parentOf)) return false;
+  }
+  return true;
+}
+
+/** One candidate from one option per group: amounts of the same provider and class added up. */
+export function consolidate(anchorRootId: number, picked: GroupOption[]): Candidate {
+  const byKey = new Map<string, ResourceRequest>();
+  const mappings = new Map<string, number[]>();
+  for (const option of picked) {
+    for (const rr of option.resources) {
+      const key = `${rr.providerId}:${rr.resourceClassId}`;
+      const existing = byKey.get(key);
+      if (existing) existing.amount += rr.amount;
+      else byKey.set(key, { ...rr });
+    }
+    const list = mappings.get(option.suffix) ?? [];
+    for (const p of option.providers) if (!list.includes(p)) list.push(p);
+    mappings.set(option.suffix, list);
+  }
+  return { anchorRootId, resources: [...byKey.values()], mappings };
+}
+
+/**
+ * Identity of a candidate regardless of its anchor: the same claims with the
+ * same mappings reached from two anchor trees (a sharing provider serving a
+ * whole request) are one candidate, as in Placement.
+ */
+export function candidateKey(c: Candidate): string {
+  const rrs = c.resources.map((r) => `${r.providerId}:${r.resourceClassId}:${r.amount}`).sort();
+  const maps = [...c.mappings.entries()].map(([s, ps]) => `${s}=${[...ps].sort((a, b) => a - b).join(",")}`).sort();
+  return `${rrs.join(";")}|${maps.join(";")}`;
+}
+
+/** Candidates from several generators, one from each in turn (breadth-first across trees). */
+export function* roundRobin<T>(sources: Iterable<Iterator<T>>): Generator<T> {
+  let active = [...sources];
+  while (active.length > 0) {
+    const next: Iterator<T>[] = [];
+    for (const it of active) {
+      const r = it.next();
+      if (!r.done) {
+        yield r.value;
+        next.push(it);
+      }
+    }
+    active = next;
+  }
+}
+
+/** Fisher-Yates, in place. */
+export function shuffle<T>(items: T[], random: () => number = Math.random): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j], items[i]];
+  }
+  return items;
+}

@@ -1,0 +1,405 @@
+/**
+ * GET /allocation_candidates: which providers can satisfy a request, and how.
+ *
+ * Placement's semantics, reimplemented for speed:
+ * 1. Narrow with set-based SQL, a fixed handful of queries per request
+ *    whatever the number of providers (see sql.ts): one query for the
+ *    capacity of every requested (class, amount) of every group, one for the
+ *    requested traits' members, one for the requested aggregates' members,
+ *    one for the anchors of sharing providers. Filters that Placement applies
+ *    one query at a time become set lookups in memory.
+ * 2. Per group, derive the ways each anchor tree can satisfy it: granular
+ *    groups need one provider with everything; the unsuffixed group may spread
+ *    over a tree and the sharing providers of its aggregates.
+ * 3. Combine groups tree by tree with the lazy depth-first search of
+ *    combine.ts, stopping as soon as `limit` (or max_allocation_candidates)
+ *    candidates exist. Trees are loaded (providers, inventories with usage,
+ *    traits) in growing batches of anchors only when reached, so a limited
+ *    request over 10,000 trees reads the few it returns, not all of them.
+ *    With randomize_allocation_candidates the anchors are shuffled first, which
+ *    samples trees at random instead of generating everything and sampling.
+ * Summaries are built once, from the loaded trees, for the trees the returned
+ * candidates use.
+ */
+import { badRequest } from "../../http/errors.js";
+import type { Queryable } from "../../db/database.js";
+import type { CandidatesQuery, RequestGroup } from "../../query/request-groups.js";
+import { unique } from "../../query/values.js";
+import {
+  candidateKey,
+  mergeGroups,
+  roundRobin,
+  shuffle,
+  spreadOptions,
+  type Candidate,
+  type GroupOption,
+  type ResourceRequest,
+} from "./combine.js";
+import {
+  aggregateIds,
+  aggregateMembership,
+  hasTrees,
+  loadTrees,
+  providerByUuid,
+  providersWithCapacity,
+  resourceClassIds,
+  rootsOf,
+  sharingAnchors,
+  traitIds,
+  traitMembership,
+  type TreeInventory,
+  type TreeProvider,
+} from "./sql.js";
+
+export const SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE";
+
+export interface EngineOptions {
+  /** From 1.29: candidates may take resources from several providers of one tree. */
+  nestedAware: boolean;
+  randomize: boolean;
+  /** Placement's max_allocation_candidates; -1 for no cap. */
+  maxCandidates: number;
+  strategy: "depth-first" | "breadth-first";
+}
+
+export interface ProviderSummary {
+  provider: TreeProvider;
+  inventories: TreeInventory[];
+  traits: string[];
+}
+
+export interface CandidatesResult {
+  candidates: Candidate[];
+  summaries: ProviderSummary[];
+  uuidOf: (providerId: number) => string;
+  parentUuidOf: (provider: TreeProvider) => string | null;
+  rootUuidOf: (provider: TreeProvider) => string;
+  resourceClassName: (id: number) => string;
+}
+
+/** Per group: the options of each anchor tree, or (unsuffixed group over trees) the per-class choices to spread over. */
+type GroupPlan =
+  | { kind: "options"; group: RequestGroup; byAnchor: Map<number, GroupOption[]> }
+  | { kind: "spread"; group: RequestGroup; byAnchor: Map<number, Map<number, ResourceRequest[]>>; required: number[][]; forbidden: Set<number> };
+
+const EMPTY: unique symbol = Symbol("no candidates");
+
+export async function findCandidates(tx: Queryable, query: CandidatesQuery, opts: EngineOptions): Promise<CandidatesResult> {
+  const { groups, params } = query;
+
+  // Names first, with Placement's 400s, in its order: anchor traits, then each group's classes and traits.
+  const rcIds = await resourceClassIds(tx, unique(groups.flatMap((g) => [...g.resources.keys()])));
+  const groupTraits = (g: RequestGroup) => [...g.traits.required.flat(), ...g.traits.forbidden];
+  const tIds = await traitIds(
+    tx,
+    unique([...params.rootRequired, ...params.rootForbidden, ...groups.flatMap(groupTraits), SHARING_TRAIT]),
+  );
+  for (const t of [...params.rootRequired, ...params.rootForbidden]) if (!tIds.has(t)) throw badRequest(`No such trait(s): ${t}.`);
+  for (const g of groups) {
+    for (const rc of g.resources.keys()) {
+      if (!rcIds.has(rc)) throw badRequest(`Invalid resource class in resources parameter: No such resource class ${rc}.`);
+    }
+    for (const t of groupTraits(g)) if (!tIds.has(t)) throw badRequest(`No such trait(s): ${t}.`);
+  }
+  const rcNames = new Map([...rcIds].map(([name, id]) => [id, name]));
+
+  const result = await plan(tx, query, opts, rcIds, tIds);
+  if (result === EMPTY) return emptyResult(rcNames);
+  return generate(tx, query, opts, result, rcNames);
+}
+
+interface Planned {
+  plans: GroupPlan[];
+  trees: boolean;
+  rootOf: Map<number, number>;
+  /** Roots of sharing providers' own trees: loaded up front, since any anchor may use them. */
+  sharingRoots: Set<number>;
+  /** Provider id to the requested traits it has. */
+  traitsOf: Map<number, Set<number>>;
+}
+
+async function plan(
+  tx: Queryable,
+  query: CandidatesQuery,
+  opts: EngineOptions,
+  rcIds: Map<string, number>,
+  tIds: Map<string, number>,
+): Promise<Planned | typeof EMPTY> {
+  const { groups, params } = query;
+  const aggIds = await aggregateIds(
+    tx,
+    unique(groups.flatMap((g) => [...g.aggregates.memberOf.flat(), ...g.aggregates.forbidden])),
+  );
+  const aggsOf = await aggregateMembership(tx, [...aggIds.values()]);
+  const traitsOf = await traitMembership(tx, [...tIds.values()]);
+  const sharingTrait = tIds.get(SHARING_TRAIT);
+  const isSharing = (rp: number) => sharingTrait !== undefined && (traitsOf.get(rp)?.has(sharingTrait) ?? false);
+  const anySharing = [...traitsOf.values()].some((ts) => sharingTrait !== undefined && ts.has(sharingTrait));
+  const trees = await hasTrees(tx);
+
+  const rootReq = params.rootRequired.map((t) => tIds.get(t)!);
+  const rootForb = params.rootForbidden.map((t) => tIds.get(t)!);
+  const anchorOk = (root: number): boolean => {
+    if (rootReq.length === 0 && rootForb.length === 0) return true;
+    const ts = traitsOf.get(root);
+    return rootReq.every((t) => ts?.has(t)) && !rootForb.some((t) => ts?.has(t));
+  };
+
+  // in_tree roots; an unknown provider means no candidates at all.
+  const treeRoot = new Map<string, number>();
+  for (const g of groups) {
+    if (!g.inTree) continue;
+    const found = await providerByUuid(tx, g.inTree);
+    if (!found) return EMPTY;
+    treeRoot.set(g.suffix, found.rootId);
+  }
+
+  const requests = groups.flatMap((g) =>
+    [...g.resources].map(([rc, amount]) => ({ group: g, resourceClassId: rcIds.get(rc)!, amount, treeRootId: treeRoot.get(g.suffix) })),
+  );
+  const capacity = await providersWithCapacity(tx, requests);
+  const rootOf = new Map<number, number>();
+  const withCapacity = new Map<RequestGroup, Array<{ rc: number; amount: number; rps: Array<[number, number]> }>>();
+  for (let i = 0; i < requests.length; i++) {
+    if (capacity[i].length === 0) return EMPTY;
+    for (const [rp, root] of capacity[i]) rootOf.set(rp, root);
+    const list = withCapacity.get(requests[i].group) ?? [];
+    list.push({ rc: requests[i].resourceClassId, amount: requests[i].amount, rps: capacity[i] });
+    withCapacity.set(requests[i].group, list);
+  }
+
+  // Per group filters as predicates over the membership maps.
+  const filtersOf = (g: RequestGroup) => {
+    const memberOf = g.aggregates.memberOf.map((l) => l.map((u) => aggIds.get(u)).filter((a): a is number => a !== undefined));
+    const forbiddenAggs = [...g.aggregates.forbidden].map((u) => aggIds.get(u)).filter((a): a is number => a !== undefined);
+    const required = g.traits.required.map((l) => l.map((t) => tIds.get(t)!));
+    const forbidden = new Set([...g.traits.forbidden].map((t) => tIds.get(t)!));
+    return {
+      memberOf,
+      required,
+      forbidden,
+      inAggs: (rp: number) => memberOf.every((l) => l.some((a) => aggsOf.get(rp)?.has(a))),
+      badAggs: (rp: number) => forbiddenAggs.some((a) => aggsOf.get(rp)?.has(a)),
+      hasRequired: (rp: number) => required.every((l) => l.some((t) => traitsOf.get(rp)?.has(t))),
+      hasForbidden: (rp: number) => [...forbidden].some((t) => traitsOf.get(rp)?.has(t)),
+    };
+  };
+
+  // Which providers satisfy each group on their own (granular groups, or no trees and no sharing).
+  const singles = new Map<RequestGroup, Array<[number, number]>>();
+  const spreads = new Map<RequestGroup, Array<{ rc: number; amount: number; rps: Array<[number, number]> }>>();
+  for (const g of groups) {
+    const f = filtersOf(g);
+    if (!g.useSameProvider && (anySharing || trees)) {
+      spreads.set(g, withCapacity.get(g)!);
+      continue;
+    }
+    let rps: Array<[number, number]>;
+    if (g.resources.size === 0) {
+      // As Placement: a resourceless group is found through its positive filters only.
+      if (f.required.length === 0 && f.memberOf.length === 0) return EMPTY;
+      const universe = f.required.length > 0 ? [...traitsOf.keys()] : [...aggsOf.keys()];
+      const ids = universe.filter((rp) => f.hasRequired(rp) && f.inAggs(rp) && !f.badAggs(rp) && !f.hasForbidden(rp));
+      const roots = await rootsOf(tx, ids.sort((a, b) => a - b));
+      for (const [rp, root] of roots) rootOf.set(rp, root);
+      rps = [...roots];
+    } else {
+      const lists = withCapacity.get(g)!;
+      const inAll = new Map(lists[0].rps);
+      for (const l of lists.slice(1)) {
+        const ids = new Set(l.rps.map(([rp]) => rp));
+        for (const rp of inAll.keys()) if (!ids.has(rp)) inAll.delete(rp);
+      }
+      rps = [...inAll].filter(([rp]) => f.hasRequired(rp) && f.inAggs(rp) && !f.badAggs(rp) && !f.hasForbidden(rp));
+    }
+    if (rps.length === 0) return EMPTY;
+    singles.set(g, rps);
+  }
+
+  // Anchors of the sharing providers any group may use, in one query.
+  const sharingIds = new Set<number>();
+  for (const rps of singles.values()) for (const [rp] of rps) if (isSharing(rp)) sharingIds.add(rp);
+  for (const [g, lists] of spreads) {
+    if (g.inTree) continue;
+    for (const l of lists) for (const [rp] of l.rps) if (isSharing(rp)) sharingIds.add(rp);
+  }
+  const anchorsOf = await sharingAnchors(tx, [...sharingIds]);
+  const sharingRoots = new Set([...sharingIds].map((rp) => rootOf.get(rp)!));
+
+  const plans: GroupPlan[] = [];
+  for (const g of groups) {
+    const f = filtersOf(g);
+    const single = singles.get(g);
+    if (single) {
+      const byAnchor = new Map<number, GroupOption[]>();
+      const add = (anchor: number, option: GroupOption) => {
+        const list = byAnchor.get(anchor) ?? [];
+        list.push(option);
+        byAnchor.set(anchor, list);
+      };
+      for (const [rp, root] of single) {
+        const option: GroupOption = {
+          suffix: g.suffix,
+          sameProvider: g.useSameProvider,
+          resources: [...g.resources].map(([rc, amount]) => ({ providerId: rp, resourceClassId: rcIds.get(rc)!, amount })),
+          providers: [rp],
+        };
+        if (anchorOk(root)) add(root, option);
+        if (isSharing(rp)) for (const anchor of anchorsOf.get(rp) ?? []) if (anchor !== root && anchorOk(anchor)) add(anchor, option);
+      }
+      plans.push({ kind: "options", group: g, byAnchor });
+      continue;
+    }
+    // The unsuffixed group over trees and sharing providers: per class, which providers (under which anchor) can serve it.
+    let byAnchor: Map<number, Map<number, ResourceRequest[]>> | undefined;
+    for (const l of spreads.get(g)!) {
+      const pairs: Array<[number, number]> = [...l.rps];
+      if (!g.inTree) {
+        for (const [rp] of l.rps) {
+          if (!isSharing(rp) || (f.memberOf.length > 0 && !f.inAggs(rp))) continue;
+          for (const anchor of anchorsOf.get(rp) ?? []) if (anchor !== rootOf.get(rp)) pairs.push([rp, anchor]);
+        }
+      }
+      const kept = pairs.filter(
+        ([rp, anchor]) =>
+          anchorOk(anchor) &&
+          (f.memberOf.length === 0 || f.inAggs(rp) || f.inAggs(anchor)) &&
+          !(f.badAggs(rp) || f.badAggs(anchor)),
+      );
+      const forClass = new Map<number, ResourceRequest[]>();
+      for (const [rp, anchor] of kept) {
+        const list = forClass.get(anchor) ?? [];
+        list.push({ providerId: rp, resourceClassId: l.rc, amount: l.amount });
+        forClass.set(anchor, list);
+      }
+      if (!byAnchor) {
+        byAnchor = new Map([...forClass].map(([anchor, rrs]) => [anchor, new Map([[l.rc, rrs]])]));
+      } else {
+        for (const [anchor, perClass] of byAnchor) {
+          const rrs = forClass.get(anchor);
+          if (rrs) perClass.set(l.rc, rrs);
+          else byAnchor.delete(anchor);
+        }
+      }
+      if (byAnchor.size === 0) return EMPTY;
+    }
+    plans.push({ kind: "spread", group: g, byAnchor: byAnchor!, required: f.required, forbidden: f.forbidden });
+  }
+  // Sort each list by provider id so output order is stable (Placement's is set order, i.e. arbitrary).
+  for (const p of plans) {
+    if (p.kind === "spread") for (const perClass of p.byAnchor.values()) for (const rrs of perClass.values()) rrs.sort((a, b) => a.providerId - b.providerId);
+  }
+  return { plans, trees, rootOf, sharingRoots, traitsOf };
+}
+
+async function generate(
+  tx: Queryable,
+  query: CandidatesQuery,
+  opts: EngineOptions,
+  planned: Planned,
+  rcNames: Map<number, string>,
+): Promise<CandidatesResult> {
+  const { plans, trees, traitsOf } = planned;
+  const { params } = query;
+
+  let anchors = [...plans[0].byAnchor.keys()].filter((a) => plans.every((p) => p.byAnchor.has(a)));
+  anchors.sort((a, b) => a - b);
+  if (opts.randomize) anchors = shuffle(anchors);
+
+  const caps = [params.limit ?? Infinity, opts.maxCandidates > 0 ? opts.maxCandidates : Infinity];
+  const cap = Math.min(...caps);
+
+  const providers = new Map<number, TreeProvider>();
+  const inventories = new Map<string, TreeInventory>();
+  const byProvider = new Map<number, TreeInventory[]>();
+  const traitNames = new Map<number, string[]>();
+  const loadedRoots = new Set<number>();
+  const load = async (roots: number[]) => {
+    const missing = roots.filter((r) => !loadedRoots.has(r));
+    if (missing.length === 0) return;
+    for (const r of missing) loadedRoots.add(r);
+    const data = await loadTrees(tx, missing);
+    for (const p of data.providers) providers.set(p.id, p);
+    for (const inv of data.inventories) {
+      inventories.set(`${inv.providerId}:${inv.resourceClassId}`, inv);
+      const list = byProvider.get(inv.providerId) ?? [];
+      list.push(inv);
+      byProvider.set(inv.providerId, list);
+      rcNames.set(inv.resourceClassId, inv.resourceClass);
+    }
+    for (const [rp, names] of data.traits) traitNames.set(rp, names);
+  };
+  await load([...planned.sharingRoots]);
+
+  const rules = {
+    isolate: params.groupPolicy === "isolate",
+    sameSubtrees: params.sameSubtrees,
+    parentOf: (id: number) => providers.get(id)?.parentId ?? null,
+    capacityOf: (id: number, rc: number) => inventories.get(`${id}:${rc}`),
+  };
+  const optionsAt = (anchor: number): GroupOption[][] =>
+    plans.map((p) =>
+      p.kind === "options"
+        ? p.byAnchor.get(anchor)!
+        : [...spreadOptions(p.group.suffix, [...p.byAnchor.get(anchor)!.values()], (rp) => traitsOf.get(rp), p.required, p.forbidden)],
+    );
+  const excludeNested = !opts.nestedAware && trees;
+  const rootOfProvider = (id: number) => providers.get(id)?.rootId ?? planned.rootOf.get(id)!;
+
+  const out: Candidate[] = [];
+  const seen = new Set<string>();
+  // Breadth-first has to see every tree to interleave them; depth-first grows its batches geometrically.
+  let batch = opts.strategy === "breadth-first" || !Number.isFinite(cap) ? anchors.length : Math.max(64, Math.ceil(cap * 1.25));
+  for (let start = 0; start < anchors.length && out.length < cap; start += batch, batch *= 4) {
+    const slice = anchors.slice(start, start + batch);
+    await load(slice);
+    const sources = slice.map((a) => mergeGroups(a, optionsAt(a), rules));
+    const stream = opts.strategy === "breadth-first" ? roundRobin(sources) : chain(sources);
+    for (const c of stream) {
+      if (excludeNested) {
+        const roots = c.resources.map((r) => rootOfProvider(r.providerId));
+        if (new Set(roots).size !== new Set(c.resources.map((r) => r.providerId)).size) continue;
+      }
+      const key = candidateKey(c);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push(c);
+      if (out.length >= cap) break;
+    }
+  }
+  if (opts.randomize) shuffle(out);
+
+  // Summaries: every provider of every tree the candidates take resources from (only the used providers for pre-1.29 requests).
+  const used = new Set(out.flatMap((c) => c.resources.map((r) => r.providerId)));
+  const usedRoots = new Set([...used].map(rootOfProvider));
+  const summaries: ProviderSummary[] = [...providers.values()]
+    .filter((p) => (excludeNested ? used.has(p.id) : usedRoots.has(p.rootId)))
+    .sort((a, b) => a.id - b.id)
+    .map((p) => ({ provider: p, inventories: byProvider.get(p.id) ?? [], traits: traitNames.get(p.id) ?? [] }));
+
+  return {
+    candidates: out,
+    summaries,
+    uuidOf: (id) => providers.get(id)!.uuid,
+    parentUuidOf: (p) => (p.parentId === null ? null : providers.get(p.parentId)!.uuid),
+    rootUuidOf: (p) => providers.get(p.rootId)!.uuid,
+    resourceClassName: (id) => rcNames.get(id)!,
+  };
+}
+
+function* chain<T>(sources: Iterable<Iterator<T>>): Generator<T> {
+  for (const it of sources) {
+    for (let r = it.next(); !r.done; r = it.next()) yield r.value;
+  }
+}
+
+function emptyResult(rcNames: Map<number, string>): CandidatesResult {
+  return {
+    candidates: [],
+    summaries: [],
+    uuidOf: () => "",
+    parentUuidOf: () => null,
+    rootUuidOf: () => "",
+    resourceClassName: (id) => rcNames.get(id)!,
+  };
+}
