@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import type { Microversion } from "../http/microversion.js";
+import { zUuid } from "../http/uuid.js";
 import { allValues, lastValues, validateQuery, type QueryPairs } from "./query-string.js";
 import { parseMemberOfValues, parseResources, parseTraitValues, type AggregateFilter, type TraitFilter } from "./values.js";
 
@@ -18,7 +19,7 @@ export interface ProviderListFilters {
   aggregates?: AggregateFilter;
 }
 
-const UUID = z.string().regex(/^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$/);
+const UUID = zUuid();
 
 // Placement's GET_RPS_SCHEMA_* per microversion, each built from the previous one.
 const V1_0 = z.strictObject({ name: z.string().optional(), uuid: UUID.optional() });

@@ -13,6 +13,7 @@ import { canonicalUuid, zUuid } from "../http/uuid.js";
 import { inTransaction } from "../db/database.js";
 import { queryPairs } from "../query/query-string.js";
 import { parseProviderListQuery, type ProviderListFilters } from "../query/provider-filters.js";
+import { providerFilterConditions } from "../services/candidates/provider-filters.js";
 import {
   createProvider,
   deleteProvider,
@@ -92,7 +93,9 @@ export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
     GET: async (c) => {
       authorize(c, "placement:resource_providers:list");
       const query = parseProviderListQuery(queryPairs(c.req.url), c.get("microversion"));
-      const providers = await listProviders(db, listFilters(query));
+      const filters = listFilters(query);
+      filters.conditions = await providerFilterConditions(db, query);
+      const providers = await listProviders(db, filters);
       setLastModified(c, newestTimestamp(providers));
       return c.json({ resource_providers: providers.map((p) => serializeProvider(c, p)) });
     },
