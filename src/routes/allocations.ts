@@ -1,7 +1,175 @@
-/** Routes for allocations: not written yet (placeholder so the app composes; see the open issues). */
+/**
+ * /allocations/{consumer_uuid} (GET, PUT, DELETE), POST /allocations (1.13)
+ * and GET /resource_providers/{uuid}/allocations.
+ */
 import { Hono } from "hono";
-import type { AppDeps, AppEnv } from "../http/context.js";
+import { authorize } from "../auth/policy.js";
+import type { Config } from "../config.js";
+import { inTransaction } from "../db/database.js";
+import { readJsonBody } from "../http/body.js";
+import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
+import { badRequest, notFound } from "../http/errors.js";
+import { newestTimestamp, setLastModified } from "../http/last-modified.js";
+import { declareRoute, requireMicroversion } from "../http/routing.js";
+import {
+  deleteConsumerAllocations,
+  getConsumerAllocations,
+  getProviderAllocations,
+  replaceAllocations,
+  ResourceClassNotFound,
+  type ConsumerAllocations,
+} from "../services/allocations.js";
+import { findProviderByUuid } from "../services/providers.js";
+import {
+  POST_ALLOCATIONS_V1_13,
+  POST_ALLOCATIONS_V1_28,
+  POST_ALLOCATIONS_V1_34,
+  POST_ALLOCATIONS_V1_38,
+  PUT_ALLOCATIONS_V1_0,
+  PUT_ALLOCATIONS_V1_12,
+  PUT_ALLOCATIONS_V1_28,
+  PUT_ALLOCATIONS_V1_34,
+  PUT_ALLOCATIONS_V1_38,
+  PUT_ALLOCATIONS_V1_8,
+  type ParsedConsumerBody,
+} from "./allocation-schemas.js";
 
-export function allocationRoutes(_deps: AppDeps): Hono<AppEnv> {
-  return new Hono<AppEnv>();
+/**
+ * Python's uuid.UUID() forms (dashless, braces, urn:uuid:), normalised to
+ * the dashed lower-case form, as Placement does for PUT's path; undefined
+ * when it is not a uuid.
+ */
+export function normalizeUuid(raw: string): string | undefined {
+  const hex = raw.toLowerCase().replace(/^urn:/, "").replace(/^uuid:/, "").replace(/[{}-]/g, "");
+  if (!/^[0-9a-f]{32}$/.test(hex)) return undefined;
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** Turns one consumer's parsed body into the service's terms for the request's microversion. */
+export function toConsumerWrite(c: AppContext, config: Config, consumerUuid: string, body: ParsedConsumerBody): ConsumerAllocations {
+  const mv = c.get("microversion");
+  // Before 1.8 nobody said whose allocations these are: Placement files them under configurable placeholder ids.
+  const complete = body.project_id !== undefined;
+  return {
+    consumerUuid,
+    projectId: complete ? body.project_id! : config.PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID,
+    userId: complete ? body.user_id! : config.PLACEMENT_INCOMPLETE_CONSUMER_USER_ID,
+    generation: mv.atLeast("1.28") ? (body.consumer_generation ?? null) : undefined,
+    consumerType: mv.atLeast("1.38") ? body.consumer_type : undefined,
+    allocations: Object.fromEntries(Object.entries(body.allocations).map(([rp, a]) => [rp, a.resources])),
+  };
+}
+
+/** Runs an allocation write in its own transaction, retried on deadlock/serialization failure as configured. */
+export async function writeAllocations(deps: AppDeps, writes: ConsumerAllocations[], unknownClass: (message: string) => string) {
+  try {
+    await inTransaction(deps.db, (tx) => replaceAllocations(tx, writes), deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT);
+  } catch (err) {
+    if (err instanceof ResourceClassNotFound) throw badRequest(unknownClass(err.message));
+    throw err;
+  }
+}
+
+function putSchema(c: AppContext) {
+  const mv = c.get("microversion");
+  if (mv.atLeast("1.38")) return PUT_ALLOCATIONS_V1_38;
+  if (mv.atLeast("1.34")) return PUT_ALLOCATIONS_V1_34;
+  if (mv.atLeast("1.28")) return PUT_ALLOCATIONS_V1_28;
+  if (mv.atLeast("1.12")) return PUT_ALLOCATIONS_V1_12;
+  if (mv.atLeast("1.8")) return PUT_ALLOCATIONS_V1_8;
+  return PUT_ALLOCATIONS_V1_0;
+}
+
+function postSchema(c: AppContext) {
+  const mv = c.get("microversion");
+  if (mv.atLeast("1.38")) return POST_ALLOCATIONS_V1_38;
+  if (mv.atLeast("1.34")) return POST_ALLOCATIONS_V1_34;
+  if (mv.atLeast("1.28")) return POST_ALLOCATIONS_V1_28;
+  return POST_ALLOCATIONS_V1_13;
+}
+
+/** The list form of 1.0 - 1.11 as the dict form of 1.12 (a repeated provider: the last entry wins, as in Placement). */
+function listToDict(body: { allocations: Array<{ resource_provider: { uuid: string }; resources: Record<string, number> }> }) {
+  return Object.fromEntries(body.allocations.map((a) => [a.resource_provider.uuid, { resources: a.resources }]));
+}
+
+export function allocationRoutes(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  declareRoute(app, "/allocations", {
+    POST: async (c) => {
+      // The version gate comes first, as in Placement: before 1.13 this route does not exist at all.
+      requireMicroversion(c, "1.13");
+      authorize(c, "placement:allocations:manage");
+      const body = (await readJsonBody(c, postSchema(c))) as Record<string, ParsedConsumerBody>;
+      const writes = Object.entries(body).map(([uuid, consumer]) => toConsumerWrite(c, deps.config, uuid, consumer));
+      await writeAllocations(deps, writes, (m) => `Unable to allocate inventory ${m}`);
+      return c.body(null, 204);
+    },
+  });
+
+  declareRoute(app, "/allocations/:consumer_uuid", {
+    GET: async (c) => {
+      authorize(c, "placement:allocations:list");
+      const mv = c.get("microversion");
+      const found = await getConsumerAllocations(deps.db, c.req.param("consumer_uuid"));
+      const allocations: Record<string, { generation: number; resources: Record<string, number> }> = {};
+      for (const a of found?.allocations ?? []) {
+        const entry = (allocations[a.providerUuid] ??= { generation: a.providerGeneration, resources: {} });
+        entry.resources[a.className] = a.used;
+      }
+      const out: Record<string, unknown> = { allocations };
+      // Who the consumer belongs to is shown only when it holds something, as in Placement.
+      if (found && mv.atLeast("1.12")) {
+        out.project_id = found.projectId;
+        out.user_id = found.userId;
+        if (mv.atLeast("1.28")) out.consumer_generation = found.consumerGeneration;
+        if (mv.atLeast("1.38")) out.consumer_type = found.consumerType ?? "unknown";
+      }
+      setLastModified(c, newestTimestamp(found?.allocations ?? []));
+      return c.json(out);
+    },
+    PUT: async (c) => {
+      authorize(c, "placement:allocations:update");
+      const raw = c.req.param("consumer_uuid");
+      const consumerUuid = normalizeUuid(raw);
+      if (!consumerUuid) throw badRequest(`Malformed consumer_uuid: ${raw}`);
+      const parsed = await readJsonBody(c, putSchema(c));
+      const body = (c.get("microversion").atLeast("1.12") ? parsed : { ...parsed, allocations: listToDict(parsed as never) }) as ParsedConsumerBody;
+      const write = toConsumerWrite(c, deps.config, consumerUuid, body);
+      await writeAllocations(deps, [write], (m) => `Unable to allocate inventory for consumer ${consumerUuid}: ${m}`);
+      return c.body(null, 204);
+    },
+    DELETE: async (c) => {
+      authorize(c, "placement:allocations:delete");
+      const consumerUuid = c.req.param("consumer_uuid");
+      const deleted = await inTransaction(
+        deps.db,
+        (tx) => deleteConsumerAllocations(tx, consumerUuid),
+        deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT,
+      );
+      if (!deleted) throw notFound(`No allocations for consumer '${consumerUuid}'`);
+      return c.body(null, 204);
+    },
+  });
+
+  declareRoute(app, "/resource_providers/:uuid/allocations", {
+    GET: async (c) => {
+      authorize(c, "placement:resource_providers:allocations:list");
+      const uuid = c.req.param("uuid");
+      const provider = await findProviderByUuid(deps.db, uuid);
+      if (!provider) throw notFound(`Resource provider '${uuid}' not found: No resource provider with uuid ${uuid} found`);
+      const rows = await getProviderAllocations(deps.db, provider.id);
+      const showGeneration = c.get("microversion").atLeast("1.28");
+      const allocations: Record<string, { resources: Record<string, number>; consumer_generation?: number }> = {};
+      for (const a of rows) {
+        const entry = (allocations[a.consumerUuid] ??= showGeneration ? { resources: {}, consumer_generation: a.consumerGeneration } : { resources: {} });
+        entry.resources[a.className] = a.used;
+      }
+      setLastModified(c, newestTimestamp(rows));
+      return c.json({ allocations, resource_provider_generation: provider.generation });
+    },
+  });
+
+  return app;
 }

@@ -1,7 +1,71 @@
-/** Routes for usages: not written yet (placeholder so the app composes; see the open issues). */
+/** GET /resource_providers/{uuid}/usages and GET /usages (1.9; grouped by consumer type from 1.38). */
 import { Hono } from "hono";
-import type { AppDeps, AppEnv } from "../http/context.js";
+import { z } from "zod";
+import { authorize } from "../auth/policy.js";
+import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
+import { badRequest, notFound } from "../http/errors.js";
+import { setLastModified } from "../http/last-modified.js";
+import { declareRoute, requireMicroversion } from "../http/routing.js";
+import { describeIssue } from "../http/validation.js";
+import { findProviderByUuid } from "../services/providers.js";
+import { getProviderUsages, getTotalUsages, getUsagesByConsumerType } from "../services/usages.js";
 
-export function usageRoutes(_deps: AppDeps): Hono<AppEnv> {
-  return new Hono<AppEnv>();
+const EXTERNAL_ID = z.string().min(1).max(255);
+
+/** GET /usages query, 1.9. */
+const USAGES_QUERY_V1_9 = z.strictObject({ project_id: EXTERNAL_ID, user_id: EXTERNAL_ID.optional() });
+
+/** 1.38: consumer_type filter; "all" and "unknown" are the two lower-case words allowed besides type names. */
+const USAGES_QUERY_V1_38 = USAGES_QUERY_V1_9.extend({
+  consumer_type: z
+    .string()
+    .regex(/^[A-Z0-9_]+$|^all|^unknown$/)
+    .min(1)
+    .max(255)
+    .optional(),
+});
+
+/** Validates the query string in Placement's words ("Invalid query string parameters: ..."). */
+function parseQuery<S extends z.ZodType>(c: AppContext, schema: S): z.output<S> {
+  const query = c.req.query();
+  const result = schema.safeParse(query, { reportInput: true });
+  if (result.success) return result.data;
+  throw badRequest(`Invalid query string parameters: ${describeIssue(result.error.issues[0] as never, query)}`);
+}
+
+export function usageRoutes(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  declareRoute(app, "/resource_providers/:uuid/usages", {
+    GET: async (c) => {
+      authorize(c, "placement:resource_providers:usages");
+      const uuid = c.req.param("uuid");
+      const provider = await findProviderByUuid(deps.db, uuid);
+      if (!provider) throw notFound(`No resource provider with uuid ${uuid} found: No resource provider with uuid ${uuid} found`);
+      const usages = await getProviderUsages(deps.db, provider.id);
+      // Usage is a question about now, so Last-Modified is now (Placement's reasoning too).
+      setLastModified(c, new Date());
+      return c.json({ resource_provider_generation: provider.generation, usages });
+    },
+  });
+
+  declareRoute(app, "/usages", {
+    GET: async (c) => {
+      requireMicroversion(c, "1.9");
+      // The rule may compare the caller's project with the one asked about.
+      authorize(c, "placement:usages", { project_id: c.req.query("project_id") ?? null });
+      const byType = c.get("microversion").atLeast("1.38");
+      const query = parseQuery(c, byType ? USAGES_QUERY_V1_38 : USAGES_QUERY_V1_9) as {
+        project_id: string;
+        user_id?: string;
+        consumer_type?: string;
+      };
+      const filter = { projectId: query.project_id, userId: query.user_id };
+      const usages = byType ? await getUsagesByConsumerType(deps.db, filter, query.consumer_type) : await getTotalUsages(deps.db, filter);
+      setLastModified(c, new Date());
+      return c.json({ usages });
+    },
+  });
+
+  return app;
 }

@@ -1,0 +1,317 @@
+/**
+ * Allocations: what consumers hold on providers, and the one write path
+ * (`replaceAllocations`) that PUT /allocations/{uuid}, POST /allocations and
+ * POST /reshaper share.
+ *
+ * Why concurrent claims cannot overcommit a provider: a write locks, in one
+ * transaction, first the consumer rows it rewrites and then the provider rows
+ * it allocates from, each set in ascending id order (SELECT ... FOR UPDATE).
+ * Every writer that adds usage to a provider holds that provider's row lock
+ * while it sums the provider's allocations, checks capacity and inserts, so
+ * those steps of two writers on one provider never interleave; and under READ
+ * COMMITTED each statement after the lock sees everything committed before
+ * it, so capacity is checked against the real committed usage, never against
+ * a stale snapshot. A claim that fits therefore succeeds even if another
+ * claim committed first; a 409 means the capacity really is gone or the
+ * consumer generation really is stale. Locks are taken consumers first, then
+ * providers, in id order within each kind, so writers queue instead of
+ * deadlocking; the rare deadlock left (a new consumer row, a reshaper that
+ * locks providers for inventory first) is retried whole by inTransaction.
+ */
+import { sql } from "drizzle-orm";
+import type { Queryable, Tx } from "../db/database.js";
+import { badRequest, conflict } from "../http/errors.js";
+import {
+  bumpConsumers,
+  consumerGenerationConflict,
+  deleteConsumersWithoutAllocations,
+  getOrCreateNamed,
+  insertConsumers,
+  lockConsumers,
+  type ConsumerRow,
+} from "./consumers.js";
+
+/** Amounts by resource class name. */
+export type Resources = Record<string, number>;
+
+/** One consumer's desired allocations, as every write API describes them. */
+export interface ConsumerAllocations {
+  consumerUuid: string;
+  projectId: string;
+  userId: string;
+  /** The generation the writer saw: null for a new consumer; undefined below 1.28, where nothing is checked. */
+  generation?: number | null;
+  /** Set from 1.38; undefined keeps the stored type (NULL for a new consumer). */
+  consumerType?: string;
+  /** Provider uuid to resources. Empty removes all of the consumer's allocations. */
+  allocations: Record<string, Resources>;
+}
+
+/** A resource class name that does not exist; each API words the 400 its own way. */
+export class ResourceClassNotFound extends Error {
+  constructor(readonly className: string) {
+    super(`No such resource class ${className}.`);
+  }
+}
+
+/** Placement's 409 for allocations the inventory does not allow ("Unable to allocate inventory: ..."). */
+function unableToAllocate(message: string) {
+  return conflict(`Unable to allocate inventory: ${message}`);
+}
+
+type ProviderLock = {
+  id: number;
+  uuid: string;
+}
+
+type InventoryUsage = {
+  providerId: number;
+  classId: number;
+  total: number;
+  reserved: number;
+  minUnit: number;
+  maxUnit: number;
+  stepSize: number;
+  allocationRatio: number;
+  used: number;
+}
+
+/**
+ * Replaces the allocations of every consumer in `writes`, all or nothing,
+ * inside the caller's transaction. Consumers left without allocations are
+ * deleted. Throws Placement's 400/409 errors, or ResourceClassNotFound.
+ */
+export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAllocations[]): Promise<void> {
+  if (writes.length === 0) return;
+  const named = await getOrCreateNamed(tx, "projects", writes.map((w) => w.projectId));
+  const users = await getOrCreateNamed(tx, "users", writes.map((w) => w.userId));
+  const typeNames = writes.flatMap((w) => (w.consumerType === undefined ? [] : [w.consumerType]));
+  const types = await getOrCreateNamed(tx, "consumer_types", typeNames);
+
+  // 1. Consumers: lock the existing ones, create the new ones.
+  const consumers = await lockConsumers(tx, writes.map((w) => w.consumerUuid));
+  const toCreate = writes
+    .filter((w) => !consumers.has(w.consumerUuid))
+    .map((w) => ({
+      uuid: w.consumerUuid,
+      projectId: named.get(w.projectId)!,
+      userId: users.get(w.userId)!,
+      consumerTypeId: w.consumerType === undefined ? null : types.get(w.consumerType)!,
+    }));
+  const created = await insertConsumers(tx, toCreate);
+  const lostRace = toCreate.filter((c) => !created.has(c.uuid)).map((c) => c.uuid);
+  if (lostRace.length > 0) for (const [uuid, row] of await lockConsumers(tx, lostRace)) consumers.set(uuid, row);
+
+  // Generation checks in request order, so the first stale consumer is the one reported, as in Placement.
+  const rows: ConsumerRow[] = [];
+  for (const w of writes) {
+    const existing = consumers.get(w.consumerUuid);
+    const row = existing ?? created.get(w.consumerUuid);
+    if (!row) throw new Error(`consumer ${w.consumerUuid} neither locked nor created`);
+    if (w.generation !== undefined) {
+      if (existing && existing.generation !== w.generation) throw consumerGenerationConflict(existing.generation, w.generation);
+      if (!existing && w.generation !== null) throw consumerGenerationConflict(null, w.generation);
+    }
+    rows.push(row);
+  }
+
+  // 2. Providers. Those named in the request, plus those a consumer being
+  // emptied holds allocations on (Placement counts those as written too).
+  const emptied = rows.filter((_, i) => Object.keys(writes[i].allocations).length === 0).map((r) => r.id);
+  const requestedUuids = [...new Set(writes.flatMap((w) => Object.keys(w.allocations)))];
+  const providers = await lockProviders(tx, requestedUuids, emptied);
+  const providerByUuid = new Map(providers.map((p) => [p.uuid, p]));
+  for (const uuid of requestedUuids) {
+    if (!providerByUuid.has(uuid)) throw badRequest(`Allocation for resource provider '${uuid}' that does not exist.`);
+  }
+
+  // 3. Resource classes, all resolved before any capacity check (Placement's order).
+  const classNames = [...new Set(writes.flatMap((w) => Object.values(w.allocations).flatMap((r) => Object.keys(r))))];
+  const classIds = await resolveClasses(tx, classNames);
+
+  // 4. Clean slate for these consumers, then check what is asked for
+  // against what everyone else holds, as committed right now.
+  await tx.execute(sql`DELETE FROM allocations WHERE consumer_id = ANY(${sql.param(rows.map((r) => r.id))}::int[])`);
+  const wanted: Array<{ consumerId: number; providerId: number; providerUuid: string; className: string; classId: number; used: number }> = [];
+  writes.forEach((w, i) => {
+    for (const [providerUuid, resources] of Object.entries(w.allocations)) {
+      const providerId = providerByUuid.get(providerUuid)!.id;
+      for (const [className, used] of Object.entries(resources)) {
+        wanted.push({ consumerId: rows[i].id, providerId, providerUuid, className, classId: classIds.get(className)!, used });
+      }
+    }
+  });
+  await checkCapacity(tx, wanted, classIds);
+
+  // 5. Write, and bump every provider and consumer written.
+  if (wanted.length > 0) {
+    await tx.execute(sql`
+      INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
+      SELECT * FROM unnest(${sql.param(wanted.map((a) => a.consumerId))}::int[], ${sql.param(wanted.map((a) => a.providerId))}::int[],
+                           ${sql.param(wanted.map((a) => a.classId))}::int[], ${sql.param(wanted.map((a) => a.used))}::int[])`);
+  }
+  if (providers.length > 0) {
+    await tx.execute(sql`
+      UPDATE resource_providers SET generation = generation + 1, updated_at = now()
+      WHERE id = ANY(${sql.param(providers.map((p) => p.id))}::int[])`);
+  }
+  await bumpConsumers(
+    tx,
+    rows.map((row, i) => ({
+      id: row.id,
+      projectId: named.get(writes[i].projectId)!,
+      userId: users.get(writes[i].userId)!,
+      consumerTypeId: writes[i].consumerType === undefined ? row.consumerTypeId : types.get(writes[i].consumerType!)!,
+    })),
+  );
+  await deleteConsumersWithoutAllocations(tx, emptied);
+}
+
+/** Locks providers by uuid and by id together, in id order, and returns those found. */
+async function lockProviders(tx: Tx, uuids: string[], emptiedConsumerIds: number[]): Promise<ProviderLock[]> {
+  if (uuids.length === 0 && emptiedConsumerIds.length === 0) return [];
+  const res = await tx.execute<ProviderLock>(sql`
+    SELECT id, uuid FROM resource_providers
+    WHERE uuid = ANY(${sql.param(uuids)}::text[])
+       OR id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY(${sql.param(emptiedConsumerIds)}::int[]))
+    ORDER BY id FOR UPDATE`);
+  return res.rows;
+}
+
+async function resolveClasses(q: Queryable, names: string[]): Promise<Map<string, number>> {
+  const ids = new Map<string, number>();
+  if (names.length === 0) return ids;
+  const res = await q.execute<{ id: number; name: string }>(
+    sql`SELECT id, name FROM resource_classes WHERE name = ANY(${sql.param(names)}::text[])`,
+  );
+  for (const r of res.rows) ids.set(r.name, r.id);
+  for (const name of names) if (!ids.has(name)) throw new ResourceClassNotFound(name);
+  return ids;
+}
+
+/**
+ * Placement's capacity rule, with its messages: every provider needs
+ * inventory of the class, each amount within min_unit..max_unit and a
+ * multiple of step_size, and usage + the request's total per provider and
+ * class <= (total - reserved) * allocation_ratio.
+ */
+async function checkCapacity(
+  tx: Tx,
+  wanted: ReadonlyArray<{ providerId: number; providerUuid: string; className: string; classId: number; used: number }>,
+  classIds: Map<string, number>,
+): Promise<void> {
+  if (wanted.length === 0) return;
+  const providerIds = [...new Set(wanted.map((a) => a.providerId))];
+  const res = await tx.execute<InventoryUsage>(sql`
+    SELECT i.resource_provider_id AS "providerId", i.resource_class_id AS "classId", i.total, i.reserved,
+           i.min_unit AS "minUnit", i.max_unit AS "maxUnit", i.step_size AS "stepSize", i.allocation_ratio AS "allocationRatio",
+           COALESCE((SELECT SUM(a.used) FROM allocations a
+                     WHERE a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id), 0)::bigint AS used
+    FROM inventories i
+    WHERE i.resource_provider_id = ANY(${sql.param(providerIds)}::int[])
+      AND i.resource_class_id = ANY(${sql.param([...classIds.values()])}::int[])`);
+  const inventory = new Map(res.rows.map((r) => [`${r.providerId}:${r.classId}`, r]));
+
+  const withoutAny = [...new Set(wanted.filter((a) => !res.rows.some((r) => r.providerId === a.providerId)).map((a) => a.providerUuid))];
+  if (withoutAny.length > 0) {
+    const classes = [...classIds.entries()].sort((a, b) => a[1] - b[1]).map(([name]) => name);
+    throw unableToAllocate(`Inventory for '${classes.join(", ")}' on resource provider '${withoutAny.join(", ")}' invalid.`);
+  }
+  const requested = new Map<string, number>();
+  for (const a of wanted) {
+    const key = `${a.providerId}:${a.classId}`;
+    requested.set(key, (requested.get(key) ?? 0) + a.used);
+    const inv = inventory.get(key);
+    if (!inv) throw unableToAllocate(`Inventory for '${a.className}' on resource provider '${a.providerUuid}' invalid.`);
+    if (a.used < inv.minUnit || a.used > inv.maxUnit || a.used % inv.stepSize !== 0) {
+      throw unableToAllocate(
+        `Unable to create allocation for '${a.className}' on resource provider '${a.providerUuid}'. The requested amount would violate inventory constraints.`,
+      );
+    }
+    const capacity = (inv.total - inv.reserved) * inv.allocationRatio;
+    if (capacity < inv.used + a.used || capacity < inv.used + requested.get(key)!) {
+      throw unableToAllocate(
+        `Unable to create allocation for '${a.className}' on resource provider '${a.providerUuid}'. The requested amount would exceed the capacity.`,
+      );
+    }
+  }
+}
+
+/** One allocation row with what the GET handlers show about it. */
+export type AllocationView = {
+  providerUuid: string;
+  providerGeneration: number;
+  consumerUuid: string;
+  consumerGeneration: number;
+  className: string;
+  used: number;
+  createdAt: Date;
+  updatedAt: Date | null;
+}
+
+export interface ConsumerAllocationsView {
+  allocations: AllocationView[];
+  projectId: string;
+  userId: string;
+  consumerGeneration: number;
+  consumerType: string | null;
+}
+
+const VIEW_COLUMNS = sql`rp.uuid AS "providerUuid", rp.generation AS "providerGeneration", c.uuid AS "consumerUuid",
+  c.generation AS "consumerGeneration", rc.name AS "className", a.used, a.created_at AS "createdAt", a.updated_at AS "updatedAt"`;
+
+/** A consumer's allocations (in provider, class order), or undefined when it holds none. */
+export async function getConsumerAllocations(q: Queryable, consumerUuid: string): Promise<ConsumerAllocationsView | undefined> {
+  const res = await q.execute<AllocationView & { projectId: string; userId: string; consumerType: string | null }>(sql`
+    SELECT ${VIEW_COLUMNS}, p.external_id AS "projectId", u.external_id AS "userId", ct.name AS "consumerType"
+    FROM consumers c
+    JOIN allocations a ON a.consumer_id = c.id
+    JOIN resource_providers rp ON rp.id = a.resource_provider_id
+    JOIN resource_classes rc ON rc.id = a.resource_class_id
+    JOIN projects p ON p.id = c.project_id
+    JOIN users u ON u.id = c.user_id
+    LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
+    WHERE c.uuid = ${consumerUuid}
+    ORDER BY a.resource_provider_id, a.resource_class_id`);
+  const first = res.rows[0];
+  if (!first) return undefined;
+  return {
+    allocations: res.rows.map(withDates),
+    projectId: first.projectId,
+    userId: first.userId,
+    consumerGeneration: first.consumerGeneration,
+    consumerType: first.consumerType,
+  };
+}
+
+/** Every allocation on one provider (by internal id), in consumer, class order. */
+export async function getProviderAllocations(q: Queryable, providerId: number): Promise<AllocationView[]> {
+  const res = await q.execute<AllocationView>(sql`
+    SELECT ${VIEW_COLUMNS}
+    FROM allocations a
+    JOIN consumers c ON c.id = a.consumer_id
+    JOIN resource_providers rp ON rp.id = a.resource_provider_id
+    JOIN resource_classes rc ON rc.id = a.resource_class_id
+    WHERE a.resource_provider_id = ${providerId}
+    ORDER BY a.consumer_id, a.resource_class_id`);
+  return res.rows.map(withDates);
+}
+
+/** Raw queries through drizzle return timestamps as text. */
+function withDates<T extends { createdAt: Date | string; updatedAt: Date | string | null }>(row: T): T {
+  return { ...row, createdAt: new Date(row.createdAt), updatedAt: row.updatedAt === null ? null : new Date(row.updatedAt) };
+}
+
+/**
+ * DELETE /allocations/{uuid}: removes the consumer and everything it holds,
+ * under the consumer's row lock so it cannot interleave with a rewrite.
+ * As in Placement, provider generations are not bumped (freeing usage
+ * cannot overcommit anything). Returns false when the consumer holds nothing.
+ */
+export async function deleteConsumerAllocations(tx: Tx, consumerUuid: string): Promise<boolean> {
+  const consumer = (await lockConsumers(tx, [consumerUuid])).get(consumerUuid);
+  if (!consumer) return false;
+  const deleted = await tx.execute(sql`DELETE FROM allocations WHERE consumer_id = ${consumer.id}`);
+  await deleteConsumersWithoutAllocations(tx, [consumer.id]);
+  return (deleted.rowCount ?? 0) > 0;
+}

@@ -1,0 +1,93 @@
+/** Usage sums: per provider (GET /resource_providers/{uuid}/usages) and per project/user (GET /usages). */
+import { sql, type SQL } from "drizzle-orm";
+import type { Queryable } from "../db/database.js";
+
+/**
+ * Usage per resource class the provider has inventory of, 0 for classes
+ * nothing is allocated from (as Placement: classes without inventory are
+ * not listed).
+ */
+export async function getProviderUsages(q: Queryable, providerId: number): Promise<Record<string, number>> {
+  const res = await q.execute<{ name: string; used: number }>(sql`
+    SELECT rc.name, COALESCE(SUM(a.used), 0)::bigint AS used
+    FROM inventories i
+    JOIN resource_classes rc ON rc.id = i.resource_class_id
+    LEFT JOIN allocations a ON a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id
+    WHERE i.resource_provider_id = ${providerId}
+    GROUP BY rc.id, rc.name
+    ORDER BY rc.id`);
+  return Object.fromEntries(res.rows.map((r) => [r.name, r.used]));
+}
+
+export interface UsageFilter {
+  projectId: string;
+  userId?: string;
+}
+
+function consumerFilter(f: UsageFilter): SQL {
+  const byUser = f.userId === undefined ? sql`` : sql` AND u.external_id = ${f.userId}`;
+  return sql`p.external_id = ${f.projectId}${byUser}`;
+}
+
+const CONSUMER_JOINS = sql`
+  FROM allocations a
+  JOIN consumers c ON c.id = a.consumer_id
+  JOIN projects p ON p.id = c.project_id
+  JOIN users u ON u.id = c.user_id`;
+
+/** Total usage per class of the project's (and user's) consumers: the 1.9 - 1.37 shape. */
+export async function getTotalUsages(q: Queryable, f: UsageFilter): Promise<Record<string, number>> {
+  const res = await q.execute<{ name: string; used: number }>(sql`
+    SELECT rc.name, SUM(a.used)::bigint AS used
+    ${CONSUMER_JOINS}
+    JOIN resource_classes rc ON rc.id = a.resource_class_id
+    WHERE ${consumerFilter(f)}
+    GROUP BY rc.id, rc.name
+    ORDER BY rc.id`);
+  return Object.fromEntries(res.rows.map((r) => [r.name, r.used]));
+}
+
+/** Usage of one group of consumers: amounts per class plus how many distinct consumers hold them. */
+export type GroupUsage = Record<string, number> & { consumer_count: number };
+
+/**
+ * The 1.38 shape: usages grouped by consumer type ("unknown" for consumers
+ * without one). `consumerType` narrows to one type; the literal "all" puts
+ * everything in one group named "all", "unknown" only the untyped consumers.
+ * consumer_count counts distinct consumers, not (consumer, class) pairs.
+ */
+export async function getUsagesByConsumerType(
+  q: Queryable,
+  f: UsageFilter,
+  consumerType?: string,
+): Promise<Record<string, GroupUsage>> {
+  let group: SQL;
+  let typeFilter = sql``;
+  if (consumerType === "all") {
+    group = sql`'all'`;
+  } else if (consumerType === "unknown") {
+    group = sql`'unknown'`;
+    typeFilter = sql` AND c.consumer_type_id IS NULL`;
+  } else {
+    group = sql`COALESCE(ct.name, 'unknown')`;
+    if (consumerType !== undefined) typeFilter = sql` AND ct.name = ${consumerType}`;
+  }
+  const res = await q.execute<{ grp: string; name: string; used: number; consumers: number }>(sql`
+    WITH scoped AS (
+      SELECT ${group} AS grp, a.consumer_id, a.resource_class_id, a.used
+      ${CONSUMER_JOINS}
+      LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
+      WHERE ${consumerFilter(f)}${typeFilter}
+    )
+    SELECT s.grp, rc.name, SUM(s.used)::bigint AS used,
+           (SELECT COUNT(DISTINCT s2.consumer_id) FROM scoped s2 WHERE s2.grp = s.grp)::bigint AS consumers
+    FROM scoped s JOIN resource_classes rc ON rc.id = s.resource_class_id
+    GROUP BY s.grp, rc.id, rc.name
+    ORDER BY s.grp, rc.id`);
+  const out: Record<string, GroupUsage> = {};
+  for (const r of res.rows) {
+    const g = (out[r.grp] ??= { consumer_count: r.consumers } as GroupUsage);
+    g[r.name] = r.used;
+  }
+  return out;
+}
