@@ -1,0 +1,93 @@
+/**
+ * Builds provider data straight in the tables (the engine's tests should not
+ * depend on the write routes), with fresh UUIDs and names per call so tests
+ * isolate by data.
+ */
+import { randomUUID } from "node:crypto";
+import type { Harness } from "../support/harness.js";
+
+export interface Inv {
+  total: number;
+  reserved?: number;
+  minUnit?: number;
+  maxUnit?: number;
+  stepSize?: number;
+  ratio?: number;
+}
+
+export interface ProviderSpec {
+  parent?: Provider;
+  inventory?: Record<string, Inv | number>;
+  traits?: string[];
+  aggregates?: string[];
+}
+
+export interface Provider {
+  id: number;
+  uuid: string;
+  name: string;
+  rootId: number;
+}
+
+export class Data {
+  constructor(private readonly t: Harness) {}
+
+  async provider(spec: ProviderSpec = {}): Promise<Provider> {
+    const uuid = randomUUID();
+    const name = `rp-${uuid}`;
+    const [row] = await this.t.sql<{ id: number }>(
+      `INSERT INTO resource_providers (uuid, name, parent_provider_id, root_provider_id) VALUES ($1, $2, $3, $4) RETURNING id`,
+      [uuid, name, spec.parent?.id ?? null, spec.parent?.rootId ?? null],
+    );
+    if (!spec.parent) await this.t.sql(`UPDATE resource_providers SET root_provider_id = id WHERE id = $1`, [row.id]);
+    const p: Provider = { id: row.id, uuid, name, rootId: spec.parent?.rootId ?? row.id };
+    for (const [rc, inv] of Object.entries(spec.inventory ?? {})) await this.inventory(p, rc, typeof inv === "number" ? { total: inv } : inv);
+    for (const trait of spec.traits ?? []) await this.trait(p, trait);
+    for (const agg of spec.aggregates ?? []) await this.aggregate(p, agg);
+    return p;
+  }
+
+  async inventory(p: Provider, rc: string, inv: Inv): Promise<void> {
+    await this.t.sql(`INSERT INTO resource_classes (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, [rc]);
+    await this.t.sql(
+      `INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio)
+       SELECT $1, id, $3, $4, $5, $6, $7, $8 FROM resource_classes WHERE name = $2`,
+      [p.id, rc, inv.total, inv.reserved ?? 0, inv.minUnit ?? 1, inv.maxUnit ?? inv.total, inv.stepSize ?? 1, inv.ratio ?? 1],
+    );
+  }
+
+  async trait(p: Provider, name: string): Promise<void> {
+    await this.t.sql(`INSERT INTO traits (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, [name]);
+    await this.t.sql(
+      `INSERT INTO resource_provider_traits (resource_provider_id, trait_id) SELECT $1, id FROM traits WHERE name = $2`,
+      [p.id, name],
+    );
+  }
+
+  async aggregate(p: Provider, uuid: string): Promise<void> {
+    await this.t.sql(`INSERT INTO aggregates (uuid) VALUES ($1) ON CONFLICT (uuid) DO NOTHING`, [uuid]);
+    await this.t.sql(
+      `INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id) SELECT $1, id FROM aggregates WHERE uuid = $2`,
+      [p.id, uuid],
+    );
+  }
+
+  /** Allocates `used` of `rc` from `p` to a new consumer. */
+  async allocate(p: Provider, rc: string, used: number): Promise<void> {
+    const ext = randomUUID();
+    await this.t.sql(`INSERT INTO projects (external_id) VALUES ($1) ON CONFLICT DO NOTHING`, [ext]);
+    await this.t.sql(`INSERT INTO users (external_id) VALUES ($1) ON CONFLICT DO NOTHING`, [ext]);
+    const [consumer] = await this.t.sql<{ id: number }>(
+      `INSERT INTO consumers (uuid, project_id, user_id)
+       SELECT $1, p.id, u.id FROM projects p, users u WHERE p.external_id = $2 AND u.external_id = $2 RETURNING id`,
+      [randomUUID(), ext],
+    );
+    await this.t.sql(
+      `INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used) SELECT $1, $2, id, $4 FROM resource_classes WHERE name = $3`,
+      [p.id, consumer.id, rc, used],
+    );
+  }
+}
+
+/** A fresh custom name so tests sharing a database do not see each other's traits or classes. */
+export const custom = (prefix: string): string => `CUSTOM_${prefix}_${randomUUID().slice(0, 8).toUpperCase()}`;
