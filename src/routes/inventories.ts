@@ -1,7 +1,181 @@
-/** Routes for inventories: not written yet (placeholder so the app composes; see the open issues). */
+/**
+ * /resource_providers/{uuid}/inventories and .../inventories/{resource_class}:
+ * read, replace, add, change and remove what a provider offers.
+ */
 import { Hono } from "hono";
-import type { AppDeps, AppEnv } from "../http/context.js";
+import { z } from "zod";
+import { authorize } from "../auth/policy.js";
+import { readJsonBody } from "../http/body.js";
+import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
+import { newestTimestamp, setLastModified } from "../http/last-modified.js";
+import { declareRoute, requireMicroversion } from "../http/routing.js";
+import { inTransaction } from "../db/database.js";
+import { getProviderByUuid, providerNotFound, findProviderByUuid } from "../services/providers.js";
+import {
+  addInventory,
+  deleteAllInventories,
+  deleteInventory,
+  INVENTORY_DEFAULTS,
+  listInventories,
+  MAX_INT,
+  replaceInventories,
+  updateInventory,
+  type InventoryData,
+} from "../services/inventories.js";
+import { notFound } from "../http/errors.js";
+import { absoluteUrl, providerUrl } from "./resource-providers.js";
 
-export function inventoryRoutes(_deps: AppDeps): Hono<AppEnv> {
-  return new Hono<AppEnv>();
+/** Largest allocation_ratio: a single-precision float column's maximum, as in Placement. */
+const SQL_SP_FLOAT_MAX = 3.40282e38;
+const RC_PATTERN = /^[A-Z0-9_]+$/;
+
+const amount = (min: number) => z.number().int().min(min).max(MAX_INT);
+
+/** One inventory record; resource_provider_generation may be sent but only the single-record PUT requires it. */
+const INVENTORY_RECORD = z.strictObject({
+  resource_provider_generation: z.number().int().optional(),
+  total: amount(1),
+  reserved: amount(0).optional(),
+  min_unit: amount(1).optional(),
+  max_unit: amount(1).optional(),
+  step_size: amount(1).optional(),
+  // Placement sets no lower bound; a ratio of zero or less can never hold an
+  // allocation and the table refuses it, so it is rejected here as bad input.
+  allocation_ratio: z.number().positive().max(SQL_SP_FLOAT_MAX).optional(),
+});
+/** PUT .../inventories/{rc}: the record plus the generation the client saw. */
+const PUT_INVENTORY = INVENTORY_RECORD.extend({ resource_provider_generation: z.number().int() });
+/** POST .../inventories: the record plus its class. */
+const POST_INVENTORY = INVENTORY_RECORD.extend({ resource_class: z.string().regex(RC_PATTERN) });
+/** PUT .../inventories: every record by class, with the generation. */
+const PUT_INVENTORIES = z.strictObject({
+  resource_provider_generation: z.number().int(),
+  inventories: z.record(z.string().regex(RC_PATTERN), INVENTORY_RECORD),
+});
+
+type InventoryRecord = z.output<typeof INVENTORY_RECORD>;
+
+function withDefaults(r: InventoryRecord): InventoryData {
+  return {
+    total: r.total,
+    reserved: r.reserved ?? INVENTORY_DEFAULTS.reserved,
+    minUnit: r.min_unit ?? INVENTORY_DEFAULTS.minUnit,
+    maxUnit: r.max_unit ?? INVENTORY_DEFAULTS.maxUnit,
+    stepSize: r.step_size ?? INVENTORY_DEFAULTS.stepSize,
+    allocationRatio: r.allocation_ratio ?? INVENTORY_DEFAULTS.allocationRatio,
+  };
+}
+
+function serializeInventory(inv: InventoryData): Record<string, number> {
+  return {
+    total: inv.total,
+    reserved: inv.reserved,
+    min_unit: inv.minUnit,
+    max_unit: inv.maxUnit,
+    step_size: inv.stepSize,
+    allocation_ratio: inv.allocationRatio,
+  };
+}
+
+/** One inventory as Placement sends it: the fields plus the provider's generation. */
+function sendInventory(c: AppContext, inv: InventoryData, generation: number, status: 200 | 201 = 200, modified?: Date) {
+  setLastModified(c, modified ?? new Date());
+  return c.json({ ...serializeInventory(inv), resource_provider_generation: generation }, status);
+}
+
+/** GETs name the provider twice in their 404, as Placement does. */
+async function providerForRead(c: AppContext, deps: AppDeps) {
+  const uuid = c.req.param("uuid")!;
+  const provider = await findProviderByUuid(deps.db, uuid);
+  if (!provider) throw providerNotFound(uuid, ` : No resource provider with uuid ${uuid} found`);
+  return provider;
+}
+
+export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const { db } = deps;
+  const reservedMayEqualTotal = (c: AppContext) => c.get("microversion").atLeast("1.26");
+
+  declareRoute(app, "/resource_providers/:uuid/inventories", {
+    GET: async (c) => {
+      authorize(c, "placement:resource_providers:inventories:list");
+      const provider = await providerForRead(c, deps);
+      const rows = await listInventories(db, provider.id);
+      setLastModified(c, newestTimestamp(rows));
+      return c.json({
+        resource_provider_generation: provider.generation,
+        inventories: Object.fromEntries(rows.map((r) => [r.resourceClass, serializeInventory(r)])),
+      });
+    },
+
+    PUT: async (c) => {
+      authorize(c, "placement:resource_providers:inventories:update");
+      const uuid = c.req.param("uuid");
+      // Placement looks the provider up before it reads the body: 404 wins over 400.
+      await getProviderByUuid(db, uuid);
+      const body = await readJsonBody(c, PUT_INVENTORIES);
+      const items = new Map(Object.entries(body.inventories).map(([rc, r]) => [rc, withDefaults(r)]));
+      const generation = await inTransaction(db, (tx) =>
+        replaceInventories(tx, uuid, body.resource_provider_generation, items, reservedMayEqualTotal(c)),
+      );
+      setLastModified(c, new Date());
+      return c.json({
+        resource_provider_generation: generation,
+        inventories: Object.fromEntries([...items].map(([rc, inv]) => [rc, serializeInventory(inv)])),
+      });
+    },
+
+    POST: async (c) => {
+      authorize(c, "placement:resource_providers:inventories:create");
+      const uuid = c.req.param("uuid");
+      await getProviderByUuid(db, uuid);
+      const body = await readJsonBody(c, POST_INVENTORY);
+      const inv = withDefaults(body);
+      const generation = await inTransaction(db, (tx) => addInventory(tx, uuid, body.resource_class, inv, reservedMayEqualTotal(c)));
+      c.header("location", absoluteUrl(c, `${providerUrl(uuid)}/inventories/${body.resource_class}`));
+      return sendInventory(c, inv, generation, 201);
+    },
+
+    DELETE: async (c) => {
+      requireMicroversion(c, "1.5", 405, ["GET", "POST", "PUT"]);
+      authorize(c, "placement:resource_providers:inventories:delete");
+      const uuid = c.req.param("uuid");
+      await inTransaction(db, (tx) => deleteAllInventories(tx, uuid));
+      return c.body(null, 204);
+    },
+  });
+
+  declareRoute(app, "/resource_providers/:uuid/inventories/:resource_class", {
+    GET: async (c) => {
+      authorize(c, "placement:resource_providers:inventories:show");
+      const provider = await providerForRead(c, deps);
+      const rc = c.req.param("resource_class");
+      const inv = (await listInventories(db, provider.id)).find((r) => r.resourceClass === rc);
+      if (!inv) throw notFound(`No inventory of class ${rc} for ${provider.uuid}`);
+      return sendInventory(c, inv, provider.generation, 200, newestTimestamp([inv]));
+    },
+
+    PUT: async (c) => {
+      authorize(c, "placement:resource_providers:inventories:update");
+      const uuid = c.req.param("uuid");
+      const rc = c.req.param("resource_class");
+      await getProviderByUuid(db, uuid);
+      const body = await readJsonBody(c, PUT_INVENTORY);
+      const inv = withDefaults(body);
+      const generation = await inTransaction(db, (tx) =>
+        updateInventory(tx, uuid, body.resource_provider_generation, rc, inv, reservedMayEqualTotal(c)),
+      );
+      return sendInventory(c, inv, generation);
+    },
+
+    DELETE: async (c) => {
+      authorize(c, "placement:resource_providers:inventories:delete");
+      const uuid = c.req.param("uuid");
+      const rc = c.req.param("resource_class");
+      await inTransaction(db, (tx) => deleteInventory(tx, uuid, rc));
+      return c.body(null, 204);
+    },
+  });
+
+  return app;
 }

@@ -7,14 +7,13 @@ import { and, asc, eq, inArray, ne, or, sql, type SQL } from "drizzle-orm";
 import { alias } from "drizzle-orm/pg-core";
 import type { Queryable, Tx } from "../db/database.js";
 import { allocations, resourceProviders } from "../db/schema.js";
-import { badRequest, conflict, ErrorCode, PlacementError } from "../http/errors.js";
+import { badRequest, conflict, ErrorCode, notFound, PlacementError } from "../http/errors.js";
 
 export type ProviderRow = typeof resourceProviders.$inferSelect;
 
-/** Placement's 404 for a provider uuid that does not exist (its wording replaces the standard explanation). */
+/** Placement's 404 for a provider uuid that does not exist. */
 export function providerNotFound(uuid: string, suffix = ""): PlacementError {
-  const message = `No resource provider with uuid ${uuid} found${suffix}`;
-  return new PlacementError(404, "", ErrorCode.DEFAULT, {}, message);
+  return notFound(`No resource provider with uuid ${uuid} found${suffix}`);
 }
 
 export async function findProviderByUuid(q: Queryable, uuid: string): Promise<ProviderRow | undefined> {

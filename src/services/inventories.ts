@@ -1,0 +1,268 @@
+/**
+ * Inventories: what each provider offers per resource class. Every write
+ * runs under the provider's row lock and bumps its generation in the same
+ * transaction, so a writer holding a stale generation always gets a 409.
+ *
+ * As in Placement, an update that leaves existing allocations over the new
+ * capacity is allowed (hosts get overcommitted and operators shrink them
+ * deliberately); only removing an inventory that still has allocations is
+ * refused (409 `placement.inventory.inuse`).
+ */
+import { and, asc, eq, inArray } from "drizzle-orm";
+import type { Queryable, Tx } from "../db/database.js";
+import { allocations, inventories, resourceClasses } from "../db/schema.js";
+import { badRequest, conflict, ErrorCode, notFound, type PlacementError } from "../http/errors.js";
+import { bumpProviderGeneration, checkGeneration, lockProviderByUuid, type ProviderRow } from "./providers.js";
+
+/** Largest value of an integer inventory field (a signed 32-bit column). */
+export const MAX_INT = 2147483647;
+
+export interface InventoryData {
+  total: number;
+  reserved: number;
+  minUnit: number;
+  maxUnit: number;
+  stepSize: number;
+  allocationRatio: number;
+}
+
+export interface InventoryView extends InventoryData {
+  resourceClass: string;
+  createdAt: Date | null;
+  updatedAt: Date | null;
+}
+
+/** Placement's defaults for fields a client leaves out (max_unit: no limit). */
+export const INVENTORY_DEFAULTS: Omit<InventoryData, "total"> = {
+  reserved: 0,
+  minUnit: 1,
+  maxUnit: MAX_INT,
+  stepSize: 1,
+  allocationRatio: 1.0,
+};
+
+/** What allocations may use: Python's int((total - reserved) * allocation_ratio). */
+export function capacity(inv: InventoryData): number {
+  return Math.trunc((inv.total - inv.reserved) * inv.allocationRatio);
+}
+
+/**
+ * Placement's capacity rule: before 1.26 reserved must leave some capacity;
+ * from 1.26 reserved may equal total (a provider kept fully reserved).
+ * Returns the reason text, or undefined when the inventory is acceptable.
+ */
+export function capacityProblem(rc: string, providerUuid: string, inv: InventoryData, reservedMayEqualTotal: boolean): string | undefined {
+  const cap = capacity(inv);
+  if (reservedMayEqualTotal ? cap < 0 : cap <= 0) {
+    const rule = reservedMayEqualTotal ? "greater than total" : "greater than or equal to total";
+    return `Invalid inventory for '${rc}' on resource provider '${providerUuid}'. The reserved value is ${rule}.`;
+  }
+  return undefined;
+}
+
+function assertCapacity(prefix: string, providerUuid: string, items: Map<string, InventoryData>, reservedMayEqualTotal: boolean): void {
+  for (const [rc, inv] of items) {
+    const problem = capacityProblem(rc, providerUuid, inv, reservedMayEqualTotal);
+    if (problem) throw badRequest(`${prefix}${problem}`);
+  }
+}
+
+export async function listInventories(q: Queryable, providerId: number): Promise<InventoryView[]> {
+  return q
+    .select({
+      resourceClass: resourceClasses.name,
+      total: inventories.total,
+      reserved: inventories.reserved,
+      minUnit: inventories.minUnit,
+      maxUnit: inventories.maxUnit,
+      stepSize: inventories.stepSize,
+      allocationRatio: inventories.allocationRatio,
+      createdAt: inventories.createdAt,
+      updatedAt: inventories.updatedAt,
+    })
+    .from(inventories)
+    .innerJoin(resourceClasses, eq(resourceClasses.id, inventories.resourceClassId))
+    .where(eq(inventories.resourceProviderId, providerId))
+    .orderBy(asc(inventories.resourceClassId));
+}
+
+export function inventoryInUse(classes: string[], providerUuid: string, prefix = ""): PlacementError {
+  return conflict(`${prefix}Inventory for '${classes.join(", ")}' on resource provider '${providerUuid}' in use.`, ErrorCode.INVENTORY_INUSE);
+}
+
+/** Names of the given classes that still have allocations against the provider. */
+async function classesInUse(tx: Tx, providerId: number, classIds: number[]): Promise<string[]> {
+  if (classIds.length === 0) return [];
+  const rows = await tx
+    .selectDistinct({ id: allocations.resourceClassId, name: resourceClasses.name })
+    .from(allocations)
+    .innerJoin(resourceClasses, eq(resourceClasses.id, allocations.resourceClassId))
+    .where(and(eq(allocations.resourceProviderId, providerId), inArray(allocations.resourceClassId, classIds)))
+    .orderBy(asc(allocations.resourceClassId));
+  return rows.map((r) => r.name);
+}
+
+async function classIdsByName(q: Queryable, names: string[]): Promise<Map<string, number>> {
+  if (names.length === 0) return new Map();
+  const rows = await q
+    .select({ id: resourceClasses.id, name: resourceClasses.name })
+    .from(resourceClasses)
+    .where(inArray(resourceClasses.name, names));
+  return new Map(rows.map((r) => [r.name, r.id]));
+}
+
+const columns = (inv: InventoryData) => ({
+  total: inv.total,
+  reserved: inv.reserved,
+  minUnit: inv.minUnit,
+  maxUnit: inv.maxUnit,
+  stepSize: inv.stepSize,
+  allocationRatio: inv.allocationRatio,
+});
+
+export interface SetInventoryOptions {
+  /** Put in front of the 409 for removing an inventory that has allocations. */
+  inUsePrefix?: string;
+}
+
+/**
+ * Makes `items` the provider's whole inventory: adds, updates and removes
+ * rows, then bumps the generation. The caller holds the provider's row lock
+ * (and has checked the generation the client sent). Unknown classes are a
+ * 400; removing a class that has allocations is a 409.
+ */
+export async function setProviderInventories(
+  tx: Tx,
+  provider: ProviderRow,
+  items: Map<string, InventoryData>,
+  options: SetInventoryOptions = {},
+): Promise<number> {
+  const ids = await classIdsByName(tx, [...items.keys()]);
+  for (const rc of items.keys()) {
+    if (!ids.has(rc)) {
+      throw badRequest(`Unknown resource class in inventory for resource provider ${provider.uuid}: No such resource class ${rc}.`);
+    }
+  }
+  const existing = await tx
+    .select({ id: inventories.resourceClassId })
+    .from(inventories)
+    .where(eq(inventories.resourceProviderId, provider.id));
+  const wanted = new Set(ids.values());
+  const toDelete = existing.map((r) => r.id).filter((id) => !wanted.has(id));
+  const inUse = await classesInUse(tx, provider.id, toDelete);
+  if (inUse.length > 0) throw inventoryInUse(inUse, provider.uuid, options.inUsePrefix);
+  if (toDelete.length > 0) {
+    await tx.delete(inventories).where(and(eq(inventories.resourceProviderId, provider.id), inArray(inventories.resourceClassId, toDelete)));
+  }
+  const existingIds = new Set(existing.map((r) => r.id));
+  const now = new Date();
+  for (const [rc, inv] of items) {
+    const classId = ids.get(rc)!;
+    if (existingIds.has(classId)) {
+      await tx
+        .update(inventories)
+        .set({ ...columns(inv), updatedAt: now })
+        .where(and(eq(inventories.resourceProviderId, provider.id), eq(inventories.resourceClassId, classId)));
+    } else {
+      await tx.insert(inventories).values({ resourceProviderId: provider.id, resourceClassId: classId, ...columns(inv) });
+    }
+  }
+  return bumpProviderGeneration(tx, provider.id, provider.generation);
+}
+
+/** PUT /resource_providers/{uuid}/inventories. Returns the new generation. */
+export async function replaceInventories(
+  tx: Tx,
+  providerUuid: string,
+  expectedGeneration: number,
+  items: Map<string, InventoryData>,
+  reservedMayEqualTotal: boolean,
+): Promise<number> {
+  const provider = await lockProviderByUuid(tx, providerUuid);
+  checkGeneration(provider, expectedGeneration);
+  assertCapacity(`Unable to update inventory for resource provider ${provider.uuid}: `, provider.uuid, items, reservedMayEqualTotal);
+  return setProviderInventories(tx, provider, items, { inUsePrefix: "update conflict: " });
+}
+
+/** DELETE /resource_providers/{uuid}/inventories (1.5): no generation from the client. */
+export async function deleteAllInventories(tx: Tx, providerUuid: string): Promise<number> {
+  const provider = await lockProviderByUuid(tx, providerUuid);
+  return setProviderInventories(tx, provider, new Map());
+}
+
+/** POST /resource_providers/{uuid}/inventories: one new class. Returns the new generation. */
+export async function addInventory(
+  tx: Tx,
+  providerUuid: string,
+  rc: string,
+  inv: InventoryData,
+  reservedMayEqualTotal: boolean,
+): Promise<number> {
+  const prefix = `Unable to create inventory for resource provider ${providerUuid}: `;
+  const provider = await lockProviderByUuid(tx, providerUuid);
+  assertCapacity(prefix, provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal);
+  const classId = (await classIdsByName(tx, [rc])).get(rc);
+  if (classId === undefined) throw badRequest(`${prefix}No such resource class ${rc}.`);
+  const inserted = await tx
+    .insert(inventories)
+    .values({ resourceProviderId: provider.id, resourceClassId: classId, ...columns(inv) })
+    .onConflictDoNothing()
+    .returning({ id: inventories.id });
+  if (inserted.length === 0) {
+    throw conflict(
+      `Update conflict: Inventory for '${rc}' on resource provider '${provider.uuid}' already exists.`,
+      ErrorCode.CONCURRENT_UPDATE,
+    );
+  }
+  return bumpProviderGeneration(tx, provider.id, provider.generation);
+}
+
+/** PUT /resource_providers/{uuid}/inventories/{rc}: change an existing class. Returns the new generation. */
+export async function updateInventory(
+  tx: Tx,
+  providerUuid: string,
+  expectedGeneration: number,
+  rc: string,
+  inv: InventoryData,
+  reservedMayEqualTotal: boolean,
+): Promise<number> {
+  const provider = await lockProviderByUuid(tx, providerUuid);
+  checkGeneration(provider, expectedGeneration);
+  assertCapacity(`Unable to update inventory for resource provider ${provider.uuid}: `, provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal);
+  const classId = (await classIdsByName(tx, [rc])).get(rc);
+  // Placement lets the class lookup's NotFound through: a 404, not a 400.
+  if (classId === undefined) throw notFound(`No such resource class ${rc}.`);
+  const updated = await tx
+    .update(inventories)
+    .set({ ...columns(inv), updatedAt: new Date() })
+    .where(and(eq(inventories.resourceProviderId, provider.id), eq(inventories.resourceClassId, classId)))
+    .returning({ id: inventories.id });
+  if (updated.length === 0) {
+    throw badRequest(`No inventory record with resource class for resource provider ${provider.uuid}: No inventory of class ${rc} found.`);
+  }
+  return bumpProviderGeneration(tx, provider.id, provider.generation);
+}
+
+/** DELETE /resource_providers/{uuid}/inventories/{rc}. */
+export async function deleteInventory(tx: Tx, providerUuid: string, rc: string): Promise<number> {
+  const provider = await lockProviderByUuid(tx, providerUuid);
+  const notFoundForDelete = (reason: string) =>
+    notFound(`No inventory of class ${rc} found for delete: ${reason}`);
+  const classId = (await classIdsByName(tx, [rc])).get(rc);
+  if (classId === undefined) throw notFoundForDelete(`No such resource class ${rc}.`);
+  if ((await classesInUse(tx, provider.id, [classId])).length > 0) {
+    // Placement reports this one with the concurrent-update code, not inventory.inuse.
+    throw conflict(
+      `Unable to delete inventory of class ${rc}: Inventory for '${rc}' on resource provider '${provider.uuid}' in use.`,
+      ErrorCode.CONCURRENT_UPDATE,
+    );
+  }
+  const deleted = await tx
+    .delete(inventories)
+    .where(and(eq(inventories.resourceProviderId, provider.id), eq(inventories.resourceClassId, classId)))
+    .returning({ id: inventories.id });
+  if (deleted.length === 0) throw notFoundForDelete(`No inventory of class ${rc} found for delete`);
+  return bumpProviderGeneration(tx, provider.id, provider.generation);
+}
+
+
