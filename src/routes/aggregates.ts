@@ -1,7 +1,69 @@
-/** Routes for aggregates: not written yet (placeholder so the app composes; see the open issues). */
+/**
+ * /resource_providers/{uuid}/aggregates (from 1.1): a bare list of aggregate
+ * uuids until 1.18; from 1.19 an object that also carries the provider
+ * generation, which a PUT must match and then bumps.
+ */
 import { Hono } from "hono";
-import type { AppDeps, AppEnv } from "../http/context.js";
+import { z } from "zod";
+import { authorize } from "../auth/policy.js";
+import { readJsonBody } from "../http/body.js";
+import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
+import { setLastModified } from "../http/last-modified.js";
+import { declareRoute, requireMicroversion } from "../http/routing.js";
+import { zUuid } from "../http/uuid.js";
+import { inTransaction } from "../db/database.js";
+import { getProviderByUuid } from "../services/providers.js";
+import { providerAggregates, setProviderAggregates } from "../services/aggregates.js";
+import { pyRepr } from "../http/validation.js";
 
-export function aggregateRoutes(_deps: AppDeps): Hono<AppEnv> {
-  return new Hono<AppEnv>();
+/** jsonschema's uniqueItems, which zod has no rule for. */
+const uniqueList = z.array(zUuid()).superRefine((items, ctx) => {
+  if (new Set(items).size !== items.length) {
+    ctx.addIssue({ code: "custom", input: items, message: `${pyRepr(items)} has non-unique elements`, params: { validator: "uniqueItems" } });
+  }
+});
+const PUT_AGGREGATES_V1_1 = uniqueList;
+/** 1.19: an object with the generation the client saw. */
+const PUT_AGGREGATES_V1_19 = z.strictObject({ aggregates: uniqueList, resource_provider_generation: z.number().int() });
+
+function sendAggregates(c: AppContext, uuids: string[], generation: number) {
+  // Membership changes carry no timestamp of their own: Placement sends now.
+  setLastModified(c, new Date());
+  const body: Record<string, unknown> = { aggregates: uuids };
+  if (c.get("microversion").atLeast("1.19")) body.resource_provider_generation = generation;
+  return c.json(body);
+}
+
+export function aggregateRoutes(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const { db } = deps;
+
+  declareRoute(app, "/resource_providers/:uuid/aggregates", {
+    GET: async (c) => {
+      requireMicroversion(c, "1.1");
+      authorize(c, "placement:resource_providers:aggregates:list");
+      const provider = await getProviderByUuid(db, c.req.param("uuid"));
+      return sendAggregates(c, await providerAggregates(db, provider.id), provider.generation);
+    },
+
+    PUT: async (c) => {
+      requireMicroversion(c, "1.1");
+      authorize(c, "placement:resource_providers:aggregates:update");
+      const uuid = c.req.param("uuid");
+      // Placement looks the provider up before it reads the body: 404 wins over 400.
+      await getProviderByUuid(db, uuid);
+      if (c.get("microversion").atLeast("1.19")) {
+        const body = await readJsonBody(c, PUT_AGGREGATES_V1_19);
+        const generation = await inTransaction(db, (tx) =>
+          setProviderAggregates(tx, uuid, body.aggregates, body.resource_provider_generation),
+        );
+        return sendAggregates(c, body.aggregates, generation);
+      }
+      const list = await readJsonBody(c, PUT_AGGREGATES_V1_1);
+      const generation = await inTransaction(db, (tx) => setProviderAggregates(tx, uuid, list));
+      return sendAggregates(c, list, generation);
+    },
+  });
+
+  return app;
 }

@@ -1,0 +1,67 @@
+/**
+ * Aggregate membership of providers. Aggregates are only uuids: one is
+ * created the first time any provider is put in it and kept afterwards.
+ */
+import { and, asc, eq, inArray, notInArray } from "drizzle-orm";
+import type { Queryable, Tx } from "../db/database.js";
+import { aggregates, resourceProviderAggregates } from "../db/schema.js";
+import { bumpProviderGeneration, checkGeneration, lockProviderByUuid } from "./providers.js";
+
+/** The uuids of the aggregates a provider belongs to, oldest aggregate first. */
+export async function providerAggregates(q: Queryable, providerId: number): Promise<string[]> {
+  const rows = await q
+    .select({ uuid: aggregates.uuid })
+    .from(resourceProviderAggregates)
+    .innerJoin(aggregates, eq(aggregates.id, resourceProviderAggregates.aggregateId))
+    .where(eq(resourceProviderAggregates.resourceProviderId, providerId))
+    .orderBy(asc(aggregates.id));
+  return rows.map((r) => r.uuid);
+}
+
+/** Placement's wording when the generation a client sent for an aggregate update is stale. */
+const AGGREGATE_GENERATION_CONFLICT =
+  "Resource provider's generation already changed. Please update the generation and try again.";
+
+/**
+ * Makes `uuids` the provider's aggregates. With `expectedGeneration` (from
+ * microversion 1.19) the generation is checked and bumped; before 1.19
+ * Placement changes membership without touching the generation, and so do
+ * we. Returns the provider's generation afterwards.
+ */
+export async function setProviderAggregates(
+  tx: Tx,
+  providerUuid: string,
+  uuids: readonly string[],
+  expectedGeneration?: number,
+): Promise<number> {
+  const provider = await lockProviderByUuid(tx, providerUuid);
+  if (expectedGeneration !== undefined) checkGeneration(provider, expectedGeneration, AGGREGATE_GENERATION_CONFLICT);
+  const wanted = [...new Set(uuids)];
+  let ids: number[] = [];
+  if (wanted.length > 0) {
+    // ON CONFLICT: another transaction may create the same aggregate at the
+    // same moment; a unique violation would abort this whole transaction.
+    await tx
+      .insert(aggregates)
+      .values(wanted.map((uuid) => ({ uuid })))
+      .onConflictDoNothing();
+    const rows = await tx.select({ id: aggregates.id }).from(aggregates).where(inArray(aggregates.uuid, wanted));
+    ids = rows.map((r) => r.id);
+  }
+  await tx
+    .delete(resourceProviderAggregates)
+    .where(
+      and(
+        eq(resourceProviderAggregates.resourceProviderId, provider.id),
+        ids.length > 0 ? notInArray(resourceProviderAggregates.aggregateId, ids) : undefined,
+      ),
+    );
+  if (ids.length > 0) {
+    await tx
+      .insert(resourceProviderAggregates)
+      .values(ids.map((aggregateId) => ({ resourceProviderId: provider.id, aggregateId })))
+      .onConflictDoNothing();
+  }
+  if (expectedGeneration === undefined) return provider.generation;
+  return bumpProviderGeneration(tx, provider.id, provider.generation, AGGREGATE_GENERATION_CONFLICT);
+}
