@@ -20,10 +20,16 @@ Settings (environment variables):
   LOG_LEVEL                    debug | info | warn | error | silent (default info).
   PLACEMENT_DB_POOL_SIZE       Database connections per worker (default 10).
   PLACEMENT_WORKERS            HTTP worker processes (default: number of cores).
-  PLACEMENT_AUTH_STRATEGY      noauth2 | keystone | trusted-proxy (default noauth2).
+  PLACEMENT_AUTH_STRATEGY      noauth2 | keystone | trusted-proxy (default noauth2; development only).
   PLACEMENT_ALLOW_NOAUTH       Allow noauth2 on a non-loopback address (default false).
-  PLACEMENT_ENFORCE_NEW_DEFAULTS  Use the new policy defaults (default false).
-  PLACEMENT_POLICY_FILE        Policy overrides (YAML or JSON).
+  PLACEMENT_KEYSTONE_URL       keystone: identity endpoint, e.g. https://keystone:5000/v3.
+  PLACEMENT_KEYSTONE_USERNAME / _PASSWORD / _PROJECT_NAME   keystone: the service's own credentials.
+  PLACEMENT_KEYSTONE_USER_DOMAIN_NAME / _PROJECT_DOMAIN_NAME   Their domains (default Default).
+  PLACEMENT_KEYSTONE_TOKEN_CACHE_SECONDS   How long a valid token is cached (default 300; 0: never).
+  PLACEMENT_KEYSTONE_TIMEOUT_SECONDS       Timeout of a call to Keystone (default 10).
+  PLACEMENT_TRUSTED_PROXIES    trusted-proxy: comma-separated addresses/CIDRs whose identity headers are believed.
+  PLACEMENT_ENFORCE_NEW_DEFAULTS  Policy: new defaults only (admin or service; reshaper service only) (default false).
+  PLACEMENT_POLICY_FILE        Policy overrides, oslo.policy syntax (YAML, or JSON if named *.json).
   PLACEMENT_CORS_ALLOWED_ORIGINS  Comma-separated origins; unset disables CORS.
   PLACEMENT_CORS_ALLOW_HEADERS    Comma-separated extra headers allowed in CORS requests.
   PLACEMENT_MAX_BODY_BYTES     Largest accepted request body (default 10 MiB).

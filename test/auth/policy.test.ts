@@ -126,6 +126,22 @@ describe("policy files", () => {
     expect(e.allows("placement:usages", admin, ownProject)).toBe(false);
   });
 
+  it("accepts the README's example", () => {
+    const path = file(
+      "readme.yaml",
+      [
+        '"placement:reshaper:reshape": "role:service"',
+        '"monitoring": "role:monitoring and project_id:%(project_id)s"',
+        '"placement:resource_providers:list": "rule:admin_or_service_api or rule:monitoring"',
+        '"placement:usages": "rule:project_reader_or_admin_or_service_api or rule:monitoring"',
+      ].join("\n"),
+    );
+    const e = createPolicyEnforcer(testConfig({ PLACEMENT_POLICY_FILE: path }));
+    expect(e.allows("placement:reshaper:reshape", admin, ownProject)).toBe(false);
+    expect(e.allows("placement:resource_providers:list", caller(["monitoring"]), ownProject)).toBe(true);
+    expect(e.allows("placement:usages", caller(["monitoring"]), { project_id: "other" })).toBe(false);
+  });
+
   it("reads JSON", () => {
     const path = file("policy.json", '{"placement:traits:list": "role:reader"}');
     expect(createPolicyEnforcer(testConfig({ PLACEMENT_POLICY_FILE: path })).allows("placement:traits:list", reader, ownProject)).toBe(true);
