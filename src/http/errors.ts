@@ -63,6 +63,8 @@ export class PlacementError extends Error {
     readonly headers: Record<string, string> = {},
     /** Replaces the standard explanation (405, 406 and 415 phrase it per request). */
     readonly explanation?: string,
+    /** Extra fields of the error object (the version range on a microversion 406). */
+    readonly extra: Record<string, string> = {},
   ) {
     super(detail);
   }
@@ -79,8 +81,18 @@ export const notFound = (detail: string, code: ErrorCode = ErrorCode.DEFAULT) =>
 export const conflict = (detail: string, code: ErrorCode = ErrorCode.DEFAULT) => new PlacementError(409, detail, code);
 export const forbidden = (detail: string) => new PlacementError(403, detail);
 
+/**
+ * A 406 worded as webob words it, naming what the client would accept (an
+ * absent or `*\/*` Accept counts as JSON, as Placement's request log sets it).
+ */
+export function notAcceptable(detail: string, accept: string | undefined, extra: Record<string, string> = {}): PlacementError {
+  const wanted = !accept || accept === "*/*" ? "application/json" : accept;
+  const explanation = `The resource could not be generated that was acceptable to your browser (content of type ${wanted}. `;
+  return new PlacementError(406, detail, ErrorCode.DEFAULT, {}, explanation, extra);
+}
+
 export interface ErrorBody {
-  errors: Array<{ status: number; title: string; detail: string; code?: string; request_id?: string }>;
+  errors: Array<{ status: number; title: string; detail: string; code?: string; request_id?: string; [extra: string]: unknown }>;
 }
 
 export function errorBody(err: PlacementError, requestId: string | undefined, includeCode: boolean): ErrorBody {
@@ -92,6 +104,7 @@ export function errorBody(err: PlacementError, requestId: string | undefined, in
         detail: err.renderDetail(),
         ...(includeCode ? { code: err.code } : {}),
         ...(requestId ? { request_id: requestId } : {}),
+        ...err.extra,
       },
     ],
   };

@@ -2,7 +2,7 @@
  * The one module that knows about microversions: the list of versions, the
  * parsing of the `OpenStack-API-Version` header and the comparisons handlers use.
  */
-import { PlacementError } from "./errors.js";
+import { notAcceptable, PlacementError } from "./errors.js";
 
 /** Every microversion, oldest first, with what it changed. */
 export const VERSIONS = [
@@ -92,21 +92,19 @@ const MAX = Microversion.from(MAX_VERSION);
  * minimum version; `latest` means the maximum. A malformed value is a 400, a
  * well-formed one outside MIN..MAX is a 406.
  */
-export function parseMicroversion(headerValue: string | undefined): Microversion {
+export function parseMicroversion(headerValue: string | undefined, accept?: string): Microversion {
   const requested = headerValue ? findPlacementVersion(headerValue) : undefined;
   if (requested === undefined) return MIN;
   if (requested === "latest") return MAX;
   const match = /^(\d+)\.(\d+)$/.exec(requested);
-  if (!match) throw new PlacementError(400, `invalid version string: ${requested}`);
+  if (!match) throw new PlacementError(400, `Invalid microversion: invalid version string: ${requested}`);
   const version = new Microversion(Number(match[1]), Number(match[2]));
   if (version.compare(MIN) < 0 || version.compare(MAX) > 0) {
-    throw new PlacementError(
-      406,
-      `Unacceptable version header: ${requested}`,
-      undefined,
-      {},
-      "",
-    );
+    // Like Placement, the 406 names the range the client could have asked for.
+    throw notAcceptable(`Invalid microversion: Unacceptable version header: ${requested}`, accept, {
+      max_version: MAX_VERSION,
+      min_version: MIN_VERSION,
+    });
   }
   return version;
 }

@@ -90,7 +90,7 @@ export function authMiddleware(config: Config): MiddlewareHandler<AppEnv> {
 
 /** Negotiates the microversion and echoes it, with Vary, on every response including errors. */
 export const microversion: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const version = parseMicroversion(c.req.header(HEADER));
+  const version = parseMicroversion(c.req.header(HEADER), c.req.header("accept"));
   c.set("microversion", version);
   await next();
   c.res.headers.set(HEADER, `placement ${version.toString()}`);

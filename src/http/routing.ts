@@ -4,7 +4,7 @@
  */
 import type { Handler, Hono } from "hono";
 import type { AppEnv } from "./context.js";
-import { PlacementError } from "./errors.js";
+import { notAcceptable, PlacementError } from "./errors.js";
 import { acceptsJson } from "./middleware.js";
 import { Microversion, type VersionString } from "./microversion.js";
 import type { AppContext } from "./context.js";
@@ -40,9 +40,8 @@ export function declareRoute<P extends string>(
 /** GET responses are JSON only: an Accept header that rules JSON out is a 406 (Placement's check_accept). */
 function jsonOnly<P extends string>(handler: Handler<AppEnv, P>): Handler<AppEnv, P> {
   return (c, next) => {
-    if (!acceptsJson(c.req.header("accept"))) {
-      throw new PlacementError(406, "Only application/json is provided", undefined, {}, "");
-    }
+    const accept = c.req.header("accept");
+    if (!acceptsJson(accept)) throw notAcceptable("Only application/json is provided", accept);
     return handler(c, next);
   };
 }

@@ -127,6 +127,16 @@ describe("errors and request ids", () => {
     expect(res.headers.get("openstack-api-version")).toBe("placement 1.23");
   });
 
+  it("names the supported range on a microversion 406, and echoes no version on it", async () => {
+    const res = await t.request("GET", "/resource_providers", { version: "0.9" });
+    expect(res.status).toBe(406);
+    expect(res.body.errors[0]).toMatchObject({ max_version: "1.39", min_version: "1.0" });
+    expect(res.body.errors[0].detail).toContain("Invalid microversion: Unacceptable version header: 0.9");
+    expect(res.headers.get("openstack-api-version")).toBeNull();
+    const accept = await t.request("GET", "/resource_providers", { headers: { accept: "text/plain" } });
+    expect(accept.body.errors[0].max_version).toBeUndefined();
+  });
+
   it("gives every request its own id", async () => {
     const [a, b] = await Promise.all([t.request("GET", "/"), t.request("GET", "/")]);
     expect(a.headers.get("x-openstack-request-id")).not.toBe(b.headers.get("x-openstack-request-id"));
