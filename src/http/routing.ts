@@ -21,16 +21,22 @@ export function methodNotAllowed(method: string, allowed: string[]): PlacementEr
   );
 }
 
+export interface RouteOptions {
+  /** The GET answers no body (e.g. 204 on /traits/{name}), so any Accept header will do. */
+  getAcceptsAnything?: boolean;
+}
+
 /** Registers `handlers` on `path` plus the 405 fallback for every other method. */
 export function declareRoute<P extends string>(
   app: Hono<AppEnv>,
   path: P,
   handlers: Partial<Record<Method, Handler<AppEnv, P>>>,
+  options: RouteOptions = {},
 ): void {
   const methods = Object.keys(handlers) as Method[];
   for (const method of methods) {
     const handler = handlers[method]!;
-    app.on(method, path, method === "GET" ? jsonOnly(handler) : handler);
+    app.on(method, path, method === "GET" && !options.getAcceptsAnything ? jsonOnly(handler) : handler);
   }
   app.all(path, (c) => {
     throw methodNotAllowed(c.req.method, methods);

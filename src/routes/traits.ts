@@ -101,7 +101,7 @@ export function traitRoutes({ db }: AppDeps): Hono<AppEnv> {
       await inTransaction(db, (tx) => deleteTrait(tx, c.req.param("name")));
       return c.body(null, 204);
     },
-  });
+  }, { getAcceptsAnything: true });
 
   declareRoute(app, "/resource_providers/:uuid/traits", {
     GET: async (c) => {

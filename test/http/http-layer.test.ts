@@ -28,6 +28,11 @@ describe("content negotiation", () => {
     expect(res.text).toContain("Only application/json is provided");
   });
 
+  it("lets a GET that answers no body ignore Accept", async () => {
+    const res = await t.request("GET", "/traits/HW_CPU_X86_SSE", { headers: { accept: "text/plain" } });
+    expect(res.status).toBe(204);
+  });
+
   it("accepts a browser's Accept with */*", async () => {
     const res = await t.request("GET", "/resource_classes", { headers: { accept: "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8" } });
     expect(res.status).toBe(200);
