@@ -1,7 +1,98 @@
-/** Routes for reshaper: not written yet (placeholder so the app composes; see the open issues). */
+/** POST /reshaper (1.30): replace inventories of several providers and allocations of several consumers at once. */
 import { Hono } from "hono";
-import type { AppDeps, AppEnv } from "../http/context.js";
+import { z } from "zod";
+import { authorize } from "../auth/policy.js";
+import { inTransaction } from "../db/database.js";
+import { readJsonBody } from "../http/body.js";
+import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
+import { badRequest } from "../http/errors.js";
+import { declareRoute, requireMicroversion } from "../http/routing.js";
+import { ResourceClassNotFound } from "../services/allocations.js";
+import { INVENTORY_DEFAULTS, MAX_INT, type InventoryData } from "../services/inventories.js";
+import { reshape } from "../services/reshaper.js";
+import {
+  minProperties,
+  RESHAPER_ALLOCATIONS_V1_30,
+  RESHAPER_ALLOCATIONS_V1_34,
+  RESHAPER_ALLOCATIONS_V1_38,
+  UUID_KEY,
+  type ParsedConsumerBody,
+} from "./allocation-schemas.js";
+import { toConsumerWrite } from "./allocations.js";
 
-export function reshaperRoutes(_deps: AppDeps): Hono<AppEnv> {
-  return new Hono<AppEnv>();
+const SQL_SP_FLOAT_MAX = 3.40282e38;
+const amount = (min: number) => z.int().min(min).max(MAX_INT);
+
+/** One inventory record of PUT /resource_providers/{uuid}/inventories, the form reshaper takes per provider. */
+const INVENTORY_RECORD = z.strictObject({
+  resource_provider_generation: z.int().optional(),
+  total: amount(1),
+  reserved: amount(0).optional(),
+  min_unit: amount(1).optional(),
+  max_unit: amount(1).optional(),
+  step_size: amount(1).optional(),
+  allocation_ratio: z.number().positive().max(SQL_SP_FLOAT_MAX).optional(),
+});
+
+const PROVIDER_INVENTORIES = z.strictObject({
+  resource_provider_generation: z.int(),
+  inventories: z.record(z.string().regex(/^[A-Z0-9_]+$/), INVENTORY_RECORD),
+});
+
+/** 1.30: at least one provider's inventories, and the allocations (possibly none). */
+const POST_RESHAPER_V1_30 = z.strictObject({
+  inventories: minProperties(z.record(UUID_KEY, PROVIDER_INVENTORIES), 1),
+  allocations: RESHAPER_ALLOCATIONS_V1_30,
+});
+/** 1.34: allocations may carry mappings. */
+const POST_RESHAPER_V1_34 = POST_RESHAPER_V1_30.extend({ allocations: RESHAPER_ALLOCATIONS_V1_34 });
+/** 1.38: allocations need a consumer_type. */
+const POST_RESHAPER_V1_38 = POST_RESHAPER_V1_30.extend({ allocations: RESHAPER_ALLOCATIONS_V1_38 });
+
+function schemaFor(c: AppContext) {
+  const mv = c.get("microversion");
+  if (mv.atLeast("1.38")) return POST_RESHAPER_V1_38;
+  if (mv.atLeast("1.34")) return POST_RESHAPER_V1_34;
+  return POST_RESHAPER_V1_30;
+}
+
+function withDefaults(r: z.output<typeof INVENTORY_RECORD>): InventoryData {
+  return {
+    total: r.total,
+    reserved: r.reserved ?? INVENTORY_DEFAULTS.reserved,
+    minUnit: r.min_unit ?? INVENTORY_DEFAULTS.minUnit,
+    maxUnit: r.max_unit ?? INVENTORY_DEFAULTS.maxUnit,
+    stepSize: r.step_size ?? INVENTORY_DEFAULTS.stepSize,
+    allocationRatio: r.allocation_ratio ?? INVENTORY_DEFAULTS.allocationRatio,
+  };
+}
+
+export function reshaperRoutes(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  declareRoute(app, "/reshaper", {
+    POST: async (c) => {
+      requireMicroversion(c, "1.30");
+      authorize(c, "placement:reshaper:reshape");
+      const body = (await readJsonBody(c, schemaFor(c))) as {
+        inventories: Record<string, z.output<typeof PROVIDER_INVENTORIES>>;
+        allocations: Record<string, ParsedConsumerBody>;
+      };
+      const inventories = Object.entries(body.inventories).map(([providerUuid, p]) => ({
+        providerUuid,
+        generation: p.resource_provider_generation,
+        inventories: new Map(Object.entries(p.inventories).map(([rc, r]) => [rc, withDefaults(r)])),
+      }));
+      const allocations = Object.entries(body.allocations).map(([uuid, a]) => toConsumerWrite(c, deps.config, uuid, a));
+      try {
+        await inTransaction(deps.db, (tx) => reshape(tx, inventories, allocations), deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT);
+      } catch (err) {
+        if (err instanceof ResourceClassNotFound) throw badRequest(`malformed reshaper data: ${err.message}`);
+        throw err;
+      }
+      return c.body(null, 204);
+    },
+  });
+
+  return app;
 }

@@ -13,23 +13,16 @@
  * it, so capacity is checked against the real committed usage, never against
  * a stale snapshot. A claim that fits therefore succeeds even if another
  * claim committed first; a 409 means the capacity really is gone or the
- * consumer generation really is stale. Locks are taken consumers first, then
- * providers, in id order within each kind, so writers queue instead of
- * deadlocking; the rare deadlock left (a new consumer row, a reshaper that
- * locks providers for inventory first) is retried whole by inTransaction.
+ * consumer generation really is stale. Locks are taken consumers first (in
+ * uuid order), then providers (in id order), so writers queue instead of
+ * deadlocking; a deadlock that still happens (with a writer outside this
+ * module that locks providers in another order) is retried whole by
+ * inTransaction.
  */
 import { sql } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { badRequest, conflict } from "../http/errors.js";
-import {
-  bumpConsumers,
-  consumerGenerationConflict,
-  deleteConsumersWithoutAllocations,
-  getOrCreateNamed,
-  insertConsumers,
-  lockConsumers,
-  type ConsumerRow,
-} from "./consumers.js";
+import { consumerGenerationConflict, deleteConsumersWithoutAllocations, lockConsumers, resolveOwners, upsertConsumers } from "./consumers.js";
 
 /** Amounts by resource class name. */
 export type Resources = Record<string, number>;
@@ -83,43 +76,35 @@ type InventoryUsage = {
  */
 export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAllocations[]): Promise<void> {
   if (writes.length === 0) return;
-  const named = await getOrCreateNamed(tx, "projects", writes.map((w) => w.projectId));
-  const users = await getOrCreateNamed(tx, "users", writes.map((w) => w.userId));
-  const typeNames = writes.flatMap((w) => (w.consumerType === undefined ? [] : [w.consumerType]));
-  const types = await getOrCreateNamed(tx, "consumer_types", typeNames);
+  const owners = await resolveOwners(tx, {
+    projects: [...new Set(writes.map((w) => w.projectId))],
+    users: [...new Set(writes.map((w) => w.userId))],
+    types: [...new Set(writes.flatMap((w) => (w.consumerType === undefined ? [] : [w.consumerType])))],
+  });
+  const wantedOwners = writes.map((w) => ({
+    projectId: owners.projects.get(w.projectId)!,
+    userId: owners.users.get(w.userId)!,
+    consumerTypeId: w.consumerType === undefined ? null : owners.types.get(w.consumerType)!,
+  }));
 
-  // 1. Consumers: lock the existing ones, create the new ones.
-  const consumers = await lockConsumers(tx, writes.map((w) => w.consumerUuid));
-  const toCreate = writes
-    .filter((w) => !consumers.has(w.consumerUuid))
-    .map((w) => ({
-      uuid: w.consumerUuid,
-      projectId: named.get(w.projectId)!,
-      userId: users.get(w.userId)!,
-      consumerTypeId: w.consumerType === undefined ? null : types.get(w.consumerType)!,
-    }));
-  const created = await insertConsumers(tx, toCreate);
-  const lostRace = toCreate.filter((c) => !created.has(c.uuid)).map((c) => c.uuid);
-  if (lostRace.length > 0) for (const [uuid, row] of await lockConsumers(tx, lostRace)) consumers.set(uuid, row);
-
+  // 1. Consumers: get or create, and lock, in one statement.
+  const locked = await upsertConsumers(tx, writes.map((w, i) => ({ uuid: w.consumerUuid, ...wantedOwners[i] })));
   // Generation checks in request order, so the first stale consumer is the one reported, as in Placement.
-  const rows: ConsumerRow[] = [];
-  for (const w of writes) {
-    const existing = consumers.get(w.consumerUuid);
-    const row = existing ?? created.get(w.consumerUuid);
+  const rows = writes.map((w) => {
+    const row = locked.get(w.consumerUuid);
     if (!row) throw new Error(`consumer ${w.consumerUuid} neither locked nor created`);
     if (w.generation !== undefined) {
-      if (existing && existing.generation !== w.generation) throw consumerGenerationConflict(existing.generation, w.generation);
-      if (!existing && w.generation !== null) throw consumerGenerationConflict(null, w.generation);
+      if (!row.created && row.generation !== w.generation) throw consumerGenerationConflict(row.generation, w.generation);
+      if (row.created && w.generation !== null) throw consumerGenerationConflict(null, w.generation);
     }
-    rows.push(row);
-  }
+    return row;
+  });
 
   // 2. Providers. Those named in the request, plus those a consumer being
   // emptied holds allocations on (Placement counts those as written too).
   const emptied = rows.filter((_, i) => Object.keys(writes[i].allocations).length === 0).map((r) => r.id);
   const requestedUuids = [...new Set(writes.flatMap((w) => Object.keys(w.allocations)))];
-  const providers = await lockProviders(tx, requestedUuids, emptied);
+  const providers = await lockProviders(tx, requestedUuids, emptied.filter((id) => !rows.find((r) => r.id === id)!.created));
   const providerByUuid = new Map(providers.map((p) => [p.uuid, p]));
   for (const uuid of requestedUuids) {
     if (!providerByUuid.has(uuid)) throw badRequest(`Allocation for resource provider '${uuid}' that does not exist.`);
@@ -129,9 +114,11 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
   const classNames = [...new Set(writes.flatMap((w) => Object.values(w.allocations).flatMap((r) => Object.keys(r))))];
   const classIds = await resolveClasses(tx, classNames);
 
-  // 4. Clean slate for these consumers, then check what is asked for
-  // against what everyone else holds, as committed right now.
-  await tx.execute(sql`DELETE FROM allocations WHERE consumer_id = ANY(${sql.param(rows.map((r) => r.id))}::int[])`);
+  // 4. Clean slate for these consumers (a consumer created just now has
+  // nothing to remove), then check what is asked for against what everyone
+  // else holds, as committed right now.
+  const existing = rows.filter((r) => !r.created).map((r) => r.id);
+  if (existing.length > 0) await tx.execute(sql`DELETE FROM allocations WHERE consumer_id = ANY(${sql.param(existing)}::int[])`);
   const wanted: Array<{ consumerId: number; providerId: number; providerUuid: string; className: string; classId: number; used: number }> = [];
   writes.forEach((w, i) => {
     for (const [providerUuid, resources] of Object.entries(w.allocations)) {
@@ -143,27 +130,22 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
   });
   await checkCapacity(tx, wanted, classIds);
 
-  // 5. Write, and bump every provider and consumer written.
-  if (wanted.length > 0) {
-    await tx.execute(sql`
+  // 5. Write the allocations and bump every provider and consumer written, in one statement.
+  await tx.execute(sql`
+    WITH inserted AS (
       INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
       SELECT * FROM unnest(${sql.param(wanted.map((a) => a.consumerId))}::int[], ${sql.param(wanted.map((a) => a.providerId))}::int[],
-                           ${sql.param(wanted.map((a) => a.classId))}::int[], ${sql.param(wanted.map((a) => a.used))}::int[])`);
-  }
-  if (providers.length > 0) {
-    await tx.execute(sql`
+                           ${sql.param(wanted.map((a) => a.classId))}::int[], ${sql.param(wanted.map((a) => a.used))}::int[])
+    ), providers AS (
       UPDATE resource_providers SET generation = generation + 1, updated_at = now()
-      WHERE id = ANY(${sql.param(providers.map((p) => p.id))}::int[])`);
-  }
-  await bumpConsumers(
-    tx,
-    rows.map((row, i) => ({
-      id: row.id,
-      projectId: named.get(writes[i].projectId)!,
-      userId: users.get(writes[i].userId)!,
-      consumerTypeId: writes[i].consumerType === undefined ? row.consumerTypeId : types.get(writes[i].consumerType!)!,
-    })),
-  );
+      WHERE id = ANY(${sql.param(providers.map((p) => p.id))}::int[])
+    )
+    UPDATE consumers c SET generation = c.generation + 1, project_id = u.project_id, user_id = u.user_id,
+           consumer_type_id = COALESCE(u.consumer_type_id, c.consumer_type_id), updated_at = now()
+    FROM unnest(${sql.param(rows.map((r) => r.id))}::int[], ${sql.param(wantedOwners.map((o) => o.projectId))}::int[],
+                ${sql.param(wantedOwners.map((o) => o.userId))}::int[], ${sql.param(wantedOwners.map((o) => o.consumerTypeId))}::int[])
+         AS u(id, project_id, user_id, consumer_type_id)
+    WHERE c.id = u.id`);
   await deleteConsumersWithoutAllocations(tx, emptied);
 }
 

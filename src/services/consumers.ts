@@ -51,19 +51,46 @@ export async function getOrCreateNamed(tx: Tx, table: NamedTable, names: readonl
   return ids;
 }
 
+/**
+ * getOrCreateNamed for projects, users and consumer types at once: one
+ * read for the usual case where all of them exist already.
+ */
+export async function resolveOwners(
+  tx: Tx,
+  wanted: { projects: readonly string[]; users: readonly string[]; types: readonly string[] },
+): Promise<{ projects: Map<string, number>; users: Map<string, number>; types: Map<string, number> }> {
+  const res = await tx.execute<{ t: "p" | "u" | "c"; id: number; name: string }>(sql`
+    SELECT 'p' AS t, id, external_id AS name FROM projects WHERE external_id = ANY(${sql.param([...wanted.projects])}::text[])
+    UNION ALL SELECT 'u', id, external_id FROM users WHERE external_id = ANY(${sql.param([...wanted.users])}::text[])
+    UNION ALL SELECT 'c', id, name FROM consumer_types WHERE name = ANY(${sql.param([...wanted.types])}::text[])`);
+  const found = { p: new Map<string, number>(), u: new Map<string, number>(), c: new Map<string, number>() };
+  for (const r of res.rows) found[r.t].set(r.name, r.id);
+  const complete = async (table: NamedTable, names: readonly string[], have: Map<string, number>) => {
+    const missing = names.filter((n) => !have.has(n));
+    if (missing.length > 0) for (const [n, id] of await getOrCreateNamed(tx, table, missing)) have.set(n, id);
+    return have;
+  };
+  return {
+    projects: await complete("projects", wanted.projects, found.p),
+    users: await complete("users", wanted.users, found.u),
+    types: await complete("consumer_types", wanted.types, found.c),
+  };
+}
+
 const CONSUMER_COLUMNS = sql`id, uuid, generation, project_id AS "projectId", user_id AS "userId", consumer_type_id AS "consumerTypeId"`;
 
 /**
- * Locks the rows of the consumers with these uuids that exist, in id order
- * (every writer does the same, so consumer locks cannot deadlock among
- * themselves). Holding the lock is what makes the generation check and the
- * replacement of the consumer's allocations one atomic step.
+ * Locks the rows of the consumers with these uuids that exist. Consumer
+ * rows are always locked in uuid order (here and in upsertConsumers), so
+ * writers that share consumers queue up instead of deadlocking. Holding the
+ * lock is what makes the generation check and the replacement of the
+ * consumer's allocations one atomic step.
  */
 export async function lockConsumers(tx: Tx, uuids: readonly string[]): Promise<Map<string, ConsumerRow>> {
   const found = new Map<string, ConsumerRow>();
   if (uuids.length === 0) return found;
   const res = await tx.execute<ConsumerRow>(
-    sql`SELECT ${CONSUMER_COLUMNS} FROM consumers WHERE uuid = ANY(${sql.param([...new Set(uuids)])}::text[]) ORDER BY id FOR UPDATE`,
+    sql`SELECT ${CONSUMER_COLUMNS} FROM consumers WHERE uuid = ANY(${sql.param([...new Set(uuids)])}::text[]) ORDER BY uuid FOR UPDATE`,
   );
   for (const r of res.rows) found.set(r.uuid, r);
   return found;
@@ -77,24 +104,27 @@ export interface NewConsumer {
 }
 
 /**
- * Inserts consumers (generation 0) and returns the rows it created, locked
- * by the insert itself. A uuid a concurrent writer created first is left
- * out: ON CONFLICT waits for that writer and then skips the row, and the
- * caller treats the consumer as an existing one.
+ * Gets or creates and locks the consumers in one statement. A new one is
+ * inserted with generation 0; an existing one (also one a concurrent writer
+ * created first: ON CONFLICT waits for that writer) is locked by the no-op
+ * DO UPDATE, which takes the same row lock as SELECT ... FOR UPDATE and
+ * returns the row as committed. Rows go in uuid order, the global order.
+ * `created` tells which rows this statement inserted (xmax is 0 only there).
  */
-export async function insertConsumers(tx: Tx, consumers: readonly NewConsumer[]): Promise<Map<string, ConsumerRow>> {
-  const created = new Map<string, ConsumerRow>();
-  if (consumers.length === 0) return created;
+export async function upsertConsumers(tx: Tx, consumers: readonly NewConsumer[]): Promise<Map<string, ConsumerRow & { created: boolean }>> {
+  const rows = new Map<string, ConsumerRow & { created: boolean }>();
+  if (consumers.length === 0) return rows;
   const sorted = [...consumers].sort((a, b) => (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0));
-  const res = await tx.execute<ConsumerRow>(sql`
-    INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation)
-    SELECT * FROM unnest(${sql.param(sorted.map((c) => c.uuid))}::text[], ${sql.param(sorted.map((c) => c.projectId))}::int[],
-                         ${sql.param(sorted.map((c) => c.userId))}::int[], ${sql.param(sorted.map((c) => c.consumerTypeId))}::int[],
-                         array_fill(0, ARRAY[${sorted.length}::int]))
-    ON CONFLICT (uuid) DO NOTHING
-    RETURNING ${CONSUMER_COLUMNS}`);
-  for (const r of res.rows) created.set(r.uuid, r);
-  return created;
+  const res = await tx.execute<ConsumerRow & { created: boolean }>(sql`
+    INSERT INTO consumers AS c (uuid, project_id, user_id, consumer_type_id, generation)
+    SELECT u, p, us, t, 0 FROM unnest(${sql.param(sorted.map((c) => c.uuid))}::text[], ${sql.param(sorted.map((c) => c.projectId))}::int[],
+                                      ${sql.param(sorted.map((c) => c.userId))}::int[], ${sql.param(sorted.map((c) => c.consumerTypeId))}::int[])
+                       WITH ORDINALITY AS x(u, p, us, t, n)
+    ORDER BY n
+    ON CONFLICT (uuid) DO UPDATE SET uuid = c.uuid
+    RETURNING ${CONSUMER_COLUMNS}, (c.xmax = 0) AS created`);
+  for (const r of res.rows) rows.set(r.uuid, r);
+  return rows;
 }
 
 /** Placement's 409 for a stale consumer generation: "expected <actual> but got <given>", word for word. */
@@ -103,21 +133,6 @@ export function consumerGenerationConflict(actual: number | null, given: number 
     `consumer generation conflict - expected ${actual === null ? "null" : actual} but got ${given === null ? "None" : given}`,
     ErrorCode.CONCURRENT_UPDATE,
   );
-}
-
-/** Sets project, user and type and bumps the generation of each written consumer. */
-export async function bumpConsumers(
-  tx: Tx,
-  updates: ReadonlyArray<{ id: number; projectId: number; userId: number; consumerTypeId: number | null }>,
-): Promise<void> {
-  if (updates.length === 0) return;
-  await tx.execute(sql`
-    UPDATE consumers c SET generation = c.generation + 1, project_id = u.project_id, user_id = u.user_id,
-           consumer_type_id = u.consumer_type_id, updated_at = now()
-    FROM unnest(${sql.param(updates.map((u) => u.id))}::int[], ${sql.param(updates.map((u) => u.projectId))}::int[],
-                ${sql.param(updates.map((u) => u.userId))}::int[], ${sql.param(updates.map((u) => u.consumerTypeId))}::int[])
-         AS u(id, project_id, user_id, consumer_type_id)
-    WHERE c.id = u.id`);
 }
 
 /** Placement removes a consumer once it holds nothing; so do we, in the same transaction as the write that emptied it. */

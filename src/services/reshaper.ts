@@ -1,0 +1,81 @@
+/**
+ * POST /reshaper (1.30): move inventory and the allocations against it
+ * between providers (typically from a root to a new child) in one
+ * transaction, so nobody ever sees the inventory without its allocations or
+ * the reverse.
+ *
+ * Placement's three steps, kept because clients observe their generations:
+ * 1. interim inventory: each provider gets the union of its new inventory
+ *    and the classes being removed (allocations cannot be created against
+ *    inventory that does not exist yet, nor inventory removed under
+ *    allocations that still exist); a provider whose new inventory is empty
+ *    is left alone here;
+ * 2. the allocations are replaced (replaceAllocations, same checks as PUT);
+ * 3. each provider gets exactly its new inventory.
+ * Every step bumps the generation of the providers it writes.
+ */
+import type { Tx } from "../db/database.js";
+import { conflict, ErrorCode, PlacementError } from "../http/errors.js";
+import { replaceAllocations, type ConsumerAllocations } from "./allocations.js";
+import { lockConsumers } from "./consumers.js";
+import { capacityProblem, listInventories, setProviderInventories, type InventoryData } from "./inventories.js";
+import { lockProvidersForUpdate, type ProviderRow } from "./providers.js";
+import { sql } from "drizzle-orm";
+
+export interface ProviderInventories {
+  providerUuid: string;
+  /** The generation the client saw; a different one is a 409. */
+  generation: number;
+  inventories: Map<string, InventoryData>;
+}
+
+export async function reshape(tx: Tx, inventories: readonly ProviderInventories[], allocations: readonly ConsumerAllocations[]): Promise<void> {
+  // Global lock order: consumers first, then providers (see services/allocations.ts).
+  await lockConsumers(tx, allocations.map((a) => a.consumerUuid));
+  const providers = await lockProvidersByUuid(tx, inventories.map((i) => i.providerUuid));
+  for (const inv of inventories) {
+    const provider = providers.get(inv.providerUuid);
+    if (!provider) {
+      throw new PlacementError(
+        400,
+        `Resource provider ${inv.providerUuid} in inventories not found: No resource provider with uuid ${inv.providerUuid} found`,
+        ErrorCode.RESOURCE_PROVIDER_NOT_FOUND,
+      );
+    }
+    if (provider.generation !== inv.generation) {
+      throw conflict(
+        `resource provider generation conflict for provider ${inv.providerUuid}: actual: ${provider.generation}, given: ${inv.generation}`,
+        ErrorCode.CONCURRENT_UPDATE,
+      );
+    }
+    for (const [rc, data] of inv.inventories) {
+      const problem = capacityProblem(rc, provider.uuid, data, true);
+      if (problem) throw conflict(`Unable to allocate inventory: ${problem}`);
+    }
+  }
+
+  for (const inv of inventories) {
+    if (inv.inventories.size === 0) continue;
+    const provider = providers.get(inv.providerUuid)!;
+    const interim = new Map<string, InventoryData>((await listInventories(tx, provider.id)).map((v) => [v.resourceClass, v]));
+    for (const [rc, data] of inv.inventories) interim.set(rc, data);
+    provider.generation = await setProviderInventories(tx, provider, interim, { inUsePrefix: "update conflict: " });
+  }
+
+  await replaceAllocations(tx, allocations);
+
+  // The allocation write bumped some of these providers: read their generations again (the rows are still locked by us).
+  const current = new Map((await lockProvidersForUpdate(tx, [...providers.values()].map((p) => p.id))).map((p) => [p.uuid, p]));
+  for (const inv of inventories) {
+    await setProviderInventories(tx, current.get(inv.providerUuid)!, inv.inventories, { inUsePrefix: "update conflict: " });
+  }
+}
+
+async function lockProvidersByUuid(tx: Tx, uuids: string[]): Promise<Map<string, ProviderRow>> {
+  if (uuids.length === 0) return new Map();
+  const ids = await tx.execute<{ id: number }>(
+    sql`SELECT id FROM resource_providers WHERE uuid = ANY(${sql.param(uuids)}::text[])`,
+  );
+  const rows = await lockProvidersForUpdate(tx, ids.rows.map((r) => r.id));
+  return new Map(rows.map((p) => [p.uuid, p]));
+}
