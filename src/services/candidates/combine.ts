@@ -42,6 +42,9 @@ export interface Capacity {
   maxUnit: number;
 }
 
+/** One number per (provider, class) pair, cheaper than a string key on the hot path; class ids stay far below 10^6. */
+export const pairKey = (providerId: number, resourceClassId: number): number => providerId * 1_000_000 + resourceClassId;
+
 export interface MergeRules {
   isolate: boolean;
   sameSubtrees: string[][];
@@ -125,13 +128,20 @@ export function inSameSubtree(providers: number[], parentOf: (id: number) => num
  */
 export function* mergeGroups(anchorRootId: number, options: GroupOption[][], rules: MergeRules): Generator<Candidate> {
   if (options.some((o) => o.length === 0)) return;
+  if (options.length === 1 && rules.sameSubtrees.length === 0) {
+    // One group: each option already passed the capacity query on its own, and there is nothing to combine.
+    for (const option of options[0]) {
+      yield { anchorRootId, resources: option.resources, mappings: new Map([[option.suffix, option.providers]]) };
+    }
+    return;
+  }
   const picked: GroupOption[] = [];
   const usedByGranular = new Map<number, number>();
-  const claimed = new Map<string, number>();
+  const claimed = new Map<number, number>();
 
   const fits = (rrs: ResourceRequest[]): boolean => {
     for (const rr of rrs) {
-      const key = `${rr.providerId}:${rr.resourceClassId}`;
+      const key = pairKey(rr.providerId, rr.resourceClassId);
       const total = (claimed.get(key) ?? 0) + rr.amount;
       const cap = rules.capacityOf(rr.providerId, rr.resourceClassId);
       if (!cap || cap.used + total > cap.capacity || total > cap.maxUnit) return false;
@@ -140,7 +150,7 @@ export function* mergeGroups(anchorRootId: number, options: GroupOption[][], rul
   };
   const claim = (rrs: ResourceRequest[], sign: 1 | -1): void => {
     for (const rr of rrs) {
-      const key = `${rr.providerId}:${rr.resourceClassId}`;
+      const key = pairKey(rr.providerId, rr.resourceClassId);
       claimed.set(key, (claimed.get(key) ?? 0) + sign * rr.amount);
     }
   };
@@ -177,11 +187,11 @@ function satisfiesSameSubtrees(picked: GroupOption[], rules: MergeRules): boolea
 
 /** One candidate from one option per group: amounts of the same provider and class added up. */
 export function consolidate(anchorRootId: number, picked: GroupOption[]): Candidate {
-  const byKey = new Map<string, ResourceRequest>();
+  const byKey = new Map<number, ResourceRequest>();
   const mappings = new Map<string, number[]>();
   for (const option of picked) {
     for (const rr of option.resources) {
-      const key = `${rr.providerId}:${rr.resourceClassId}`;
+      const key = pairKey(rr.providerId, rr.resourceClassId);
       const existing = byKey.get(key);
       if (existing) existing.amount += rr.amount;
       else byKey.set(key, { ...rr });

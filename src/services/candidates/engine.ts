@@ -28,6 +28,7 @@ import { unique } from "../../query/values.js";
 import {
   candidateKey,
   mergeGroups,
+  pairKey,
   roundRobin,
   shuffle,
   spreadOptions,
@@ -36,17 +37,14 @@ import {
   type ResourceRequest,
 } from "./combine.js";
 import {
-  aggregateIds,
-  aggregateMembership,
-  hasTrees,
   loadTrees,
+  lookupNames,
+  memberships,
   providerByUuid,
   providersWithCapacity,
-  resourceClassIds,
   rootsOf,
   sharingAnchors,
-  traitIds,
-  traitMembership,
+  type NameLookup,
   type TreeInventory,
   type TreeProvider,
 } from "./sql.js";
@@ -88,12 +86,14 @@ export async function findCandidates(tx: Queryable, query: CandidatesQuery, opts
   const { groups, params } = query;
 
   // Names first, with Placement's 400s, in its order: anchor traits, then each group's classes and traits.
-  const rcIds = await resourceClassIds(tx, unique(groups.flatMap((g) => [...g.resources.keys()])));
   const groupTraits = (g: RequestGroup) => [...g.traits.required.flat(), ...g.traits.forbidden];
-  const tIds = await traitIds(
+  const names = await lookupNames(
     tx,
+    unique(groups.flatMap((g) => [...g.resources.keys()])),
     unique([...params.rootRequired, ...params.rootForbidden, ...groups.flatMap(groupTraits), SHARING_TRAIT]),
+    unique(groups.flatMap((g) => [...g.aggregates.memberOf.flat(), ...g.aggregates.forbidden])),
   );
+  const { resourceClasses: rcIds, traits: tIds } = names;
   for (const t of [...params.rootRequired, ...params.rootForbidden]) if (!tIds.has(t)) throw badRequest(`No such trait(s): ${t}.`);
   for (const g of groups) {
     for (const rc of g.resources.keys()) {
@@ -103,7 +103,7 @@ export async function findCandidates(tx: Queryable, query: CandidatesQuery, opts
   }
   const rcNames = new Map([...rcIds].map(([name, id]) => [id, name]));
 
-  const result = await plan(tx, query, opts, rcIds, tIds);
+  const result = await plan(tx, query, names);
   if (result === EMPTY) return emptyResult(rcNames);
   return generate(tx, query, opts, result, rcNames);
 }
@@ -116,26 +116,16 @@ interface Planned {
   sharingRoots: Set<number>;
   /** Provider id to the requested traits it has. */
   traitsOf: Map<number, Set<number>>;
+  isSharing: (providerId: number) => boolean;
 }
 
-async function plan(
-  tx: Queryable,
-  query: CandidatesQuery,
-  opts: EngineOptions,
-  rcIds: Map<string, number>,
-  tIds: Map<string, number>,
-): Promise<Planned | typeof EMPTY> {
+async function plan(tx: Queryable, query: CandidatesQuery, names: NameLookup): Promise<Planned | typeof EMPTY> {
   const { groups, params } = query;
-  const aggIds = await aggregateIds(
-    tx,
-    unique(groups.flatMap((g) => [...g.aggregates.memberOf.flat(), ...g.aggregates.forbidden])),
-  );
-  const aggsOf = await aggregateMembership(tx, [...aggIds.values()]);
-  const traitsOf = await traitMembership(tx, [...tIds.values()]);
+  const { resourceClasses: rcIds, traits: tIds, aggregates: aggIds, hasTrees: trees } = names;
+  const { traits: traitsOf, aggregates: aggsOf } = await memberships(tx, [...tIds.values()], [...aggIds.values()]);
   const sharingTrait = tIds.get(SHARING_TRAIT);
   const isSharing = (rp: number) => sharingTrait !== undefined && (traitsOf.get(rp)?.has(sharingTrait) ?? false);
   const anySharing = [...traitsOf.values()].some((ts) => sharingTrait !== undefined && ts.has(sharingTrait));
-  const trees = await hasTrees(tx);
 
   const rootReq = params.rootRequired.map((t) => tIds.get(t)!);
   const rootForb = params.rootForbidden.map((t) => tIds.get(t)!);
@@ -289,7 +279,7 @@ async function plan(
   for (const p of plans) {
     if (p.kind === "spread") for (const perClass of p.byAnchor.values()) for (const rrs of perClass.values()) rrs.sort((a, b) => a.providerId - b.providerId);
   }
-  return { plans, trees, rootOf, sharingRoots, traitsOf };
+  return { plans, trees, rootOf, sharingRoots, traitsOf, isSharing };
 }
 
 async function generate(
@@ -310,7 +300,7 @@ async function generate(
   const cap = Math.min(...caps);
 
   const providers = new Map<number, TreeProvider>();
-  const inventories = new Map<string, TreeInventory>();
+  const inventories = new Map<number, TreeInventory>();
   const byProvider = new Map<number, TreeInventory[]>();
   const traitNames = new Map<number, string[]>();
   const loadedRoots = new Set<number>();
@@ -321,7 +311,7 @@ async function generate(
     const data = await loadTrees(tx, missing);
     for (const p of data.providers) providers.set(p.id, p);
     for (const inv of data.inventories) {
-      inventories.set(`${inv.providerId}:${inv.resourceClassId}`, inv);
+      inventories.set(pairKey(inv.providerId, inv.resourceClassId), inv);
       const list = byProvider.get(inv.providerId) ?? [];
       list.push(inv);
       byProvider.set(inv.providerId, list);
@@ -335,7 +325,7 @@ async function generate(
     isolate: params.groupPolicy === "isolate",
     sameSubtrees: params.sameSubtrees,
     parentOf: (id: number) => providers.get(id)?.parentId ?? null,
-    capacityOf: (id: number, rc: number) => inventories.get(`${id}:${rc}`),
+    capacityOf: (id: number, rc: number) => inventories.get(pairKey(id, rc)),
   };
   const optionsAt = (anchor: number): GroupOption[][] =>
     plans.map((p) =>
@@ -360,9 +350,12 @@ async function generate(
         const roots = c.resources.map((r) => rootOfProvider(r.providerId));
         if (new Set(roots).size !== new Set(c.resources.map((r) => r.providerId)).size) continue;
       }
-      const key = candidateKey(c);
-      if (seen.has(key)) continue;
-      seen.add(key);
+      // Only a candidate made of sharing providers alone can come from several anchors.
+      if (c.resources.every((r) => planned.isSharing(r.providerId)) && [...c.mappings.values()].every((ps) => ps.every(planned.isSharing))) {
+        const key = candidateKey(c);
+        if (seen.has(key)) continue;
+        seen.add(key);
+      }
       out.push(c);
       if (out.length >= cap) break;
     }

@@ -1,0 +1,315 @@
+/**
+ * `npm run bench -- candidates [--sizes 1000,10000] [--reference-sizes 1000] [--iterations 20] [--no-reference]`
+ *
+ * GET /allocation_candidates latency, side by side with the reference
+ * Placement (Debian's python3-placement through ../shared/conformance/reference-server),
+ * on the same data. For each size it builds two data sets straight in SQL,
+ * in both servers' schemas (the table layouts match; Placement calls the
+ * aggregates table placement_aggregates):
+ *   flat:   N compute nodes (VCPU 32 x16, MEMORY_MB 128 GiB x1.5, DISK_GB 2000),
+ *           half with HW_CPU_X86_AVX2, a tenth with CUSTOM_BENCH_SLOW, each in one of 20 aggregates;
+ *   nested: N compute nodes, each with 2 NUMA children (VCPU 16, MEMORY_MB 64 GiB,
+ *           HW_NUMA_ROOT) each with an SR-IOV PF grandchild (SRIOV_NET_VF 8), and one
+ *           shared-storage provider (DISK_GB, MISC_SHARES_VIA_AGGREGATE) per aggregate of 50 nodes.
+ * Requests are sequential (one client), after warm-up; it prints p50/p95/p99,
+ * the response size and the number of candidates, and our server's peak RSS
+ * (VmHWM). Not a test: it prints figures and asserts nothing.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+
+const ADMIN_URL = process.env.BENCH_ADMIN_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const REFERENCE = path.resolve(ROOT, "../shared/conformance/reference-server");
+
+interface Options {
+  sizes: number[];
+  referenceSizes: number[];
+  iterations: number;
+}
+
+function parseArgs(args: string[]): Options {
+  const opts: Options = { sizes: [1000, 10000], referenceSizes: [1000], iterations: 20 };
+  for (let i = 0; i < args.length; i++) {
+    const next = () => args[++i] ?? "";
+    if (args[i] === "--sizes") opts.sizes = next().split(",").map(Number);
+    else if (args[i] === "--reference-sizes") opts.referenceSizes = next().split(",").filter(Boolean).map(Number);
+    else if (args[i] === "--iterations") opts.iterations = Number(next());
+    else if (args[i] === "--no-reference") opts.referenceSizes = [];
+  }
+  return opts;
+}
+
+interface Shape {
+  name: string;
+  variant: "flat" | "nested";
+  query: string;
+}
+
+const AGG = (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`;
+
+const SHAPES: Shape[] = [
+  { name: "plain, limit=1000", variant: "flat", query: "resources=VCPU:1,MEMORY_MB:512,DISK_GB:10&limit=1000" },
+  { name: "plain, no limit", variant: "flat", query: "resources=VCPU:1,MEMORY_MB:512,DISK_GB:10" },
+  { name: "required + forbidden traits", variant: "flat", query: "resources=VCPU:1,MEMORY_MB:512,DISK_GB:10&required=HW_CPU_X86_AVX2,!CUSTOM_BENCH_SLOW" },
+  { name: "member_of", variant: "flat", query: `resources=VCPU:1,MEMORY_MB:512,DISK_GB:10&member_of=${AGG(3)}` },
+  {
+    name: "nested granular isolate, limit=1000",
+    variant: "nested",
+    query: "resources=DISK_GB:10&resources_C=VCPU:2,MEMORY_MB:1024&resources_N1=SRIOV_NET_VF:1&resources_N2=SRIOV_NET_VF:1&group_policy=isolate&limit=1000",
+  },
+  {
+    name: "nested granular isolate, no limit",
+    variant: "nested",
+    query: "resources=DISK_GB:10&resources_C=VCPU:2,MEMORY_MB:1024&resources_N1=SRIOV_NET_VF:1&resources_N2=SRIOV_NET_VF:1&group_policy=isolate",
+  },
+];
+
+/** Builds one data set in a database that already has the server's schema and standard classes/traits. */
+export async function load(url: string, variant: "flat" | "nested", n: number, aggTable: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  const q = (text: string) => c.query(text);
+  const inv = (where: string, rc: string, total: number, ratio: number, maxUnit = total) =>
+    q(`INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio)
+       SELECT rp.id, rc.id, ${total}, 0, 1, ${maxUnit}, 1, ${ratio} FROM resource_providers rp, resource_classes rc
+       WHERE rc.name = '${rc}' AND ${where}`);
+  const trait = (where: string, name: string) =>
+    q(`INSERT INTO resource_provider_traits (resource_provider_id, trait_id)
+       SELECT rp.id, t.id FROM resource_providers rp, traits t WHERE t.name = '${name}' AND ${where}`);
+  try {
+    await q(`INSERT INTO traits (name) SELECT 'CUSTOM_BENCH_SLOW' WHERE NOT EXISTS (SELECT 1 FROM traits WHERE name = 'CUSTOM_BENCH_SLOW')`);
+    await q(`INSERT INTO ${aggTable} (uuid) SELECT '00000000-0000-4000-8000-' || lpad(a::text, 12, '0') FROM generate_series(0, ${Math.ceil(n / 50)}) a`);
+    await q(`INSERT INTO resource_providers (uuid, name, generation)
+             SELECT md5('cn' || g)::uuid::text, 'cn' || g, 0 FROM generate_series(1, ${n}) g`);
+    await q(`UPDATE resource_providers SET root_provider_id = id`);
+    const cn = `rp.name LIKE 'cn%'`;
+    if (variant === "flat") {
+      await inv(cn, "VCPU", 32, 16);
+      await inv(cn, "MEMORY_MB", 131072, 1.5);
+      await inv(cn, "DISK_GB", 2000, 1);
+      await trait(`${cn} AND substring(rp.name, 3)::int % 2 = 0`, "HW_CPU_X86_AVX2");
+      await trait(`${cn} AND substring(rp.name, 3)::int % 10 = 0`, "CUSTOM_BENCH_SLOW");
+      await q(`INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id)
+               SELECT rp.id, a.id FROM resource_providers rp JOIN ${aggTable} a
+                 ON a.uuid = '00000000-0000-4000-8000-' || lpad((substring(rp.name, 3)::int % 20)::text, 12, '0')`);
+    } else {
+      for (const k of [0, 1]) {
+        await q(`INSERT INTO resource_providers (uuid, name, generation, parent_provider_id, root_provider_id)
+                 SELECT md5('numa${k}_' || substring(cn.name, 3))::uuid::text, 'numa${k}_' || substring(cn.name, 3), 0, cn.id, cn.id
+                 FROM resource_providers cn WHERE cn.name LIKE 'cn%'`);
+        await q(`INSERT INTO resource_providers (uuid, name, generation, parent_provider_id, root_provider_id)
+                 SELECT md5('pf${k}_' || substring(numa.name, 7))::uuid::text, 'pf${k}_' || substring(numa.name, 7), 0, numa.id, numa.root_provider_id
+                 FROM resource_providers numa WHERE numa.name LIKE 'numa${k}_%'`);
+      }
+      await inv(`rp.name LIKE 'numa%'`, "VCPU", 16, 4);
+      await inv(`rp.name LIKE 'numa%'`, "MEMORY_MB", 65536, 1);
+      await trait(`rp.name LIKE 'numa%'`, "HW_NUMA_ROOT");
+      await inv(`rp.name LIKE 'pf%'`, "SRIOV_NET_VF", 8, 1);
+      await q(`INSERT INTO resource_providers (uuid, name, generation)
+               SELECT md5('ss' || a)::uuid::text, 'ss' || a, 0 FROM generate_series(0, ${Math.ceil(n / 50) - 1}) a`);
+      await q(`UPDATE resource_providers SET root_provider_id = id WHERE root_provider_id IS NULL`);
+      await inv(`rp.name LIKE 'ss%'`, "DISK_GB", 100000, 1, 10000);
+      await trait(`rp.name LIKE 'ss%'`, "MISC_SHARES_VIA_AGGREGATE");
+      await q(`INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id)
+               SELECT rp.id, a.id FROM resource_providers rp JOIN ${aggTable} a
+                 ON a.uuid = '00000000-0000-4000-8000-' || lpad(
+                      CASE WHEN rp.name LIKE 'ss%' THEN substring(rp.name, 3)::int ELSE substring(rp.name, 3)::int / 50 END::text, 12, '0')
+               WHERE rp.name LIKE 'cn%' OR rp.name LIKE 'ss%'`);
+    }
+    await q("ANALYZE");
+  } finally {
+    await c.end();
+  }
+}
+
+async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: ADMIN_URL });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+async function createDb(name: string): Promise<string> {
+  await admin(async (c) => {
+    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await c.query(`CREATE DATABASE ${name}`);
+  });
+  const u = new URL(ADMIN_URL);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+const dropDb = (name: string) => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+
+interface Server {
+  port: number;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+async function waitReady(port: number, proc: ChildProcess, seconds: number): Promise<void> {
+  const until = Date.now() + seconds * 1000;
+  while (Date.now() < until) {
+    if (proc.exitCode !== null) throw new Error(`server on ${port} exited with ${proc.exitCode}`);
+    try {
+      await fetch(`http://127.0.0.1:${port}/`);
+      return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  throw new Error(`server on ${port} did not start`);
+}
+
+function start(cmd: string, args: string[], env: Record<string, string>, port: number): Server {
+  // Own process group, so stopping it also stops what it forked (uwsgi workers).
+  const proc = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"], detached: true });
+  let stderr = "";
+  proc.stderr?.on("data", (b) => (stderr = (stderr + String(b)).slice(-4000)));
+  proc.on("exit", (code) => {
+    if (code && code !== 0 && code !== 143) process.stderr.write(`server ${port} exited ${code}: ${stderr}\n`);
+  });
+  return {
+    port,
+    proc,
+    stop: async () => {
+      if (proc.exitCode !== null || proc.pid === undefined) return;
+      const exited = new Promise((r) => proc.once("exit", r));
+      process.kill(-proc.pid, "SIGTERM");
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      if (proc.exitCode === null) process.kill(-proc.pid, "SIGKILL");
+    },
+  };
+}
+
+async function startOurs(url: string, port: number): Promise<Server> {
+  const s = start(
+    process.execPath,
+    [path.join(ROOT, "dist/src/cli.js"), "serve"],
+    { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: url, PLACEMENT_AUTH_STRATEGY: "noauth2", PLACEMENT_ALLOW_NOAUTH: "true", PLACEMENT_WORKERS: "1", LOG_LEVEL: "warn" },
+    port,
+  );
+  await waitReady(port, s.proc, 60);
+  return s;
+}
+
+async function startReference(url: string, port: number): Promise<Server> {
+  const s = start(REFERENCE, [String(port), url.replace(/^postgresql:/, "postgresql+psycopg2:")], {}, port);
+  await waitReady(port, s.proc, 180);
+  // Placement syncs standard traits on its first API request: make one before loading data.
+  await get(port, "/traits?name=in:MISC_SHARES_VIA_AGGREGATE");
+  return s;
+}
+
+async function get(port: number, pathAndQuery: string): Promise<{ ms: number; bytes: number; body: string; status: number }> {
+  const t0 = performance.now();
+  const res = await fetch(`http://127.0.0.1:${port}${pathAndQuery}`, {
+    headers: { "x-auth-token": "admin", "openstack-api-version": "placement 1.39", accept: "application/json" },
+  });
+  const body = await res.text();
+  return { ms: performance.now() - t0, bytes: Buffer.byteLength(body), body, status: res.status };
+}
+
+/** Peak resident set of a process (VmHWM), in MB. */
+function peakRssMb(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+
+interface Row {
+  size: number;
+  shape: string;
+  server: string;
+  p50: number;
+  p95: number;
+  p99: number;
+  kb: number;
+  candidates: number;
+}
+
+async function measure(port: number, shape: Shape, iterations: number): Promise<Omit<Row, "size" | "shape" | "server">> {
+  const q = `/allocation_candidates?${shape.query}`;
+  const first = await get(port, q);
+  if (first.status !== 200) throw new Error(`${shape.name}: ${first.status} ${first.body.slice(0, 300)}`);
+  await get(port, q);
+  const times: number[] = [];
+  for (let i = 0; i < iterations; i++) times.push((await get(port, q)).ms);
+  times.sort((a, b) => a - b);
+  return {
+    p50: pct(times, 50),
+    p95: pct(times, 95),
+    p99: pct(times, 99),
+    kb: first.bytes / 1024,
+    candidates: (JSON.parse(first.body) as { allocation_requests: unknown[] }).allocation_requests.length,
+  };
+}
+
+export default async function (args: string[]): Promise<void> {
+  const opts = parseArgs(args);
+  const rows: Row[] = [];
+  let peak = 0;
+  let port = 18900 + Math.floor(Math.random() * 50);
+  for (const size of opts.sizes) {
+    for (const variant of ["flat", "nested"] as const) {
+      const shapes = SHAPES.filter((s) => s.variant === variant);
+      // Without a limit the reference takes seconds per request at this size: fewer rounds.
+      const rounds = (s: Shape, ref: boolean) => (ref || (!s.query.includes("limit") && size > 1000) ? Math.max(5, Math.floor(opts.iterations / 4)) : opts.iterations);
+
+      const ourDb = `bench_candidates_ours_${variant}_${size}`;
+      const ours = await startOurs(await createDb(ourDb), port++);
+      await load(ourUrl(ourDb), variant, size, "aggregates");
+      for (const shape of shapes) {
+        rows.push({ size, shape: shape.name, server: "ours", ...(await measure(ours.port, shape, rounds(shape, false))) });
+        process.stderr.write(`${size} ${variant} ours ${shape.name}: done\n`);
+      }
+      peak = Math.max(peak, peakRssMb(ours.proc.pid));
+      await ours.stop();
+      await dropDb(ourDb);
+
+      if (opts.referenceSizes.includes(size)) {
+        const refDb = `bench_candidates_ref_${variant}_${size}`;
+        const ref = await startReference(await createDb(refDb), port++);
+        await load(ourUrl(refDb), variant, size, "placement_aggregates");
+        for (const shape of shapes) {
+          rows.push({ size, shape: shape.name, server: "reference", ...(await measure(ref.port, shape, rounds(shape, true))) });
+          process.stderr.write(`${size} ${variant} reference ${shape.name}: done\n`);
+        }
+        await ref.stop();
+        await dropDb(refDb);
+      }
+    }
+  }
+  print(rows, peak);
+}
+
+function ourUrl(db: string): string {
+  const u = new URL(ADMIN_URL);
+  u.pathname = `/${db}`;
+  return u.toString();
+}
+
+function print(rows: Row[], peak: number): void {
+  const f = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
+  const lines = ["| nodes | query | server | p50 ms | p95 ms | p99 ms | candidates | response KB | reference p50 / ours p50 |", "|---|---|---|---|---|---|---|---|---|"];
+  for (const r of rows) {
+    const ref = rows.find((x) => x.size === r.size && x.shape === r.shape && x.server === "reference");
+    const ratio = r.server === "ours" && ref ? `${(ref.p50 / r.p50).toFixed(1)}x` : "";
+    lines.push(`| ${r.size} | ${r.shape} | ${r.server} | ${f(r.p50)} | ${f(r.p95)} | ${f(r.p99)} | ${r.candidates} | ${f(r.kb)} | ${ratio} |`);
+  }
+  lines.push("", `our server's peak RSS (VmHWM, one process): ${peak.toFixed(0)} MB`);
+  process.stdout.write(lines.join("\n") + "\n");
+}
