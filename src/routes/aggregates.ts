@@ -7,6 +7,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { readJsonBody } from "../http/body.js";
+import { zInteger } from "../http/json-types.js";
 import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
 import { setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
@@ -24,7 +25,7 @@ const uniqueList = z.array(zUuid()).superRefine((items, ctx) => {
 });
 const PUT_AGGREGATES_V1_1 = uniqueList;
 /** 1.19: an object with the generation the client saw. */
-const PUT_AGGREGATES_V1_19 = z.strictObject({ aggregates: uniqueList, resource_provider_generation: z.number().int() });
+const PUT_AGGREGATES_V1_19 = z.strictObject({ aggregates: uniqueList, resource_provider_generation: zInteger() });
 
 function sendAggregates(c: AppContext, uuids: string[], generation: number) {
   // Membership changes carry no timestamp of their own: Placement sends now.

@@ -6,6 +6,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { readJsonBody } from "../http/body.js";
+import { zInteger } from "../http/json-types.js";
 import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
@@ -29,11 +30,11 @@ import { absoluteUrl, providerUrl } from "./resource-providers.js";
 const SQL_SP_FLOAT_MAX = 3.40282e38;
 const RC_PATTERN = /^[A-Z0-9_]+$/;
 
-const amount = (min: number) => z.number().int().min(min).max(MAX_INT);
+const amount = (min: number) => zInteger({ min, max: MAX_INT });
 
 /** One inventory record; resource_provider_generation may be sent but only the single-record PUT requires it. */
 const INVENTORY_RECORD = z.strictObject({
-  resource_provider_generation: z.number().int().optional(),
+  resource_provider_generation: zInteger().optional(),
   total: amount(1),
   reserved: amount(0).optional(),
   min_unit: amount(1).optional(),
@@ -44,12 +45,12 @@ const INVENTORY_RECORD = z.strictObject({
   allocation_ratio: z.number().positive().max(SQL_SP_FLOAT_MAX).optional(),
 });
 /** PUT .../inventories/{rc}: the record plus the generation the client saw. */
-const PUT_INVENTORY = INVENTORY_RECORD.extend({ resource_provider_generation: z.number().int() });
+const PUT_INVENTORY = INVENTORY_RECORD.extend({ resource_provider_generation: zInteger() });
 /** POST .../inventories: the record plus its class. */
 const POST_INVENTORY = INVENTORY_RECORD.extend({ resource_class: z.string().regex(RC_PATTERN) });
 /** PUT .../inventories: every record by class, with the generation. */
 const PUT_INVENTORIES = z.strictObject({
-  resource_provider_generation: z.number().int(),
+  resource_provider_generation: zInteger(),
   inventories: z.record(z.string().regex(RC_PATTERN), INVENTORY_RECORD),
 });
 
