@@ -59,12 +59,12 @@ const SHAPES: Shape[] = [
   {
     name: "nested granular isolate, limit=1000",
     variant: "nested",
-    query: "resources=DISK_GB:10&resources_C=VCPU:2,MEMORY_MB:1024&resources_N1=SRIOV_NET_VF:1&resources_N2=SRIOV_NET_VF:1&group_policy=isolate&limit=1000",
+    query: "resources=VCPU:2,MEMORY_MB:1024,DISK_GB:10&resources_N1=SRIOV_NET_VF:1&resources_N2=SRIOV_NET_VF:1&group_policy=isolate&limit=1000",
   },
   {
     name: "nested granular isolate, no limit",
     variant: "nested",
-    query: "resources=DISK_GB:10&resources_C=VCPU:2,MEMORY_MB:1024&resources_N1=SRIOV_NET_VF:1&resources_N2=SRIOV_NET_VF:1&group_policy=isolate",
+    query: "resources=VCPU:2,MEMORY_MB:1024,DISK_GB:10&resources_N1=SRIOV_NET_VF:1&resources_N2=SRIOV_NET_VF:1&group_policy=isolate",
   },
 ];
 
@@ -241,21 +241,35 @@ interface Row {
   candidates: number;
 }
 
-async function measure(port: number, shape: Shape, iterations: number): Promise<Omit<Row, "size" | "shape" | "server">> {
+/**
+ * Measures one query on every server, alternating request by request, so a
+ * machine whose load changes during the run (it is shared) weighs on all
+ * servers alike.
+ */
+async function measure(servers: Array<{ name: string; port: number }>, shape: Shape, iterations: number): Promise<Array<Omit<Row, "size" | "shape">>> {
   const q = `/allocation_candidates?${shape.query}`;
-  const first = await get(port, q);
-  if (first.status !== 200) throw new Error(`${shape.name}: ${first.status} ${first.body.slice(0, 300)}`);
-  await get(port, q);
-  const times: number[] = [];
-  for (let i = 0; i < iterations; i++) times.push((await get(port, q)).ms);
-  times.sort((a, b) => a - b);
-  return {
-    p50: pct(times, 50),
-    p95: pct(times, 95),
-    p99: pct(times, 99),
-    kb: first.bytes / 1024,
-    candidates: (JSON.parse(first.body) as { allocation_requests: unknown[] }).allocation_requests.length,
-  };
+  const firsts: Array<Awaited<ReturnType<typeof get>>> = [];
+  for (const s of servers) {
+    const first = await get(s.port, q);
+    if (first.status !== 200) throw new Error(`${s.name} ${shape.name}: ${first.status} ${first.body.slice(0, 300)}`);
+    firsts.push(first);
+    await get(s.port, q);
+  }
+  const times: number[][] = servers.map(() => []);
+  for (let i = 0; i < iterations; i++) {
+    for (let k = 0; k < servers.length; k++) times[k].push((await get(servers[k].port, q)).ms);
+  }
+  return servers.map((s, k) => {
+    const sorted = times[k].sort((a, b) => a - b);
+    return {
+      server: s.name,
+      p50: pct(sorted, 50),
+      p95: pct(sorted, 95),
+      p99: pct(sorted, 99),
+      kb: firsts[k].bytes / 1024,
+      candidates: (JSON.parse(firsts[k].body) as { allocation_requests: unknown[] }).allocation_requests.length,
+    };
+  });
 }
 
 export default async function (args: string[]): Promise<void> {
@@ -265,38 +279,36 @@ export default async function (args: string[]): Promise<void> {
   let port = 18900 + Math.floor(Math.random() * 50);
   for (const size of opts.sizes) {
     for (const variant of ["flat", "nested"] as const) {
-      const shapes = SHAPES.filter((s) => s.variant === variant);
-      // Without a limit the reference takes seconds per request at this size: fewer rounds.
-      const rounds = (s: Shape, ref: boolean) => (ref || (!s.query.includes("limit") && size > 1000) ? Math.max(5, Math.floor(opts.iterations / 4)) : opts.iterations);
-
+      const withReference = opts.referenceSizes.includes(size);
       const ourDb = `bench_candidates_ours_${variant}_${size}`;
+      const refDb = `bench_candidates_ref_${variant}_${size}`;
       const ours = await startOurs(await createDb(ourDb), port++);
-      await load(ourUrl(ourDb), variant, size, "aggregates");
-      for (const shape of shapes) {
-        rows.push({ size, shape: shape.name, server: "ours", ...(await measure(ours.port, shape, rounds(shape, false))) });
-        process.stderr.write(`${size} ${variant} ours ${shape.name}: done\n`);
+      await load(dbUrl(ourDb), variant, size, "aggregates");
+      const servers = [{ name: "ours", port: ours.port }];
+      let ref: Server | undefined;
+      if (withReference) {
+        ref = await startReference(await createDb(refDb), port++);
+        await load(dbUrl(refDb), variant, size, "placement_aggregates");
+        servers.push({ name: "reference", port: ref.port });
+      }
+      for (const shape of SHAPES.filter((s) => s.variant === variant)) {
+        // Unlimited queries over 10,000 trees take long (and the reference takes seconds): fewer rounds.
+        const slow = withReference || (!shape.query.includes("limit") && size > 1000);
+        const iterations = slow ? Math.max(5, Math.floor(opts.iterations / 2)) : opts.iterations;
+        for (const r of await measure(servers, shape, iterations)) rows.push({ size, shape: shape.name, ...r });
+        process.stderr.write(`${size} ${variant} ${shape.name}: done\n`);
       }
       peak = Math.max(peak, peakRssMb(ours.proc.pid));
       await ours.stop();
+      await ref?.stop();
       await dropDb(ourDb);
-
-      if (opts.referenceSizes.includes(size)) {
-        const refDb = `bench_candidates_ref_${variant}_${size}`;
-        const ref = await startReference(await createDb(refDb), port++);
-        await load(ourUrl(refDb), variant, size, "placement_aggregates");
-        for (const shape of shapes) {
-          rows.push({ size, shape: shape.name, server: "reference", ...(await measure(ref.port, shape, rounds(shape, true))) });
-          process.stderr.write(`${size} ${variant} reference ${shape.name}: done\n`);
-        }
-        await ref.stop();
-        await dropDb(refDb);
-      }
+      if (withReference) await dropDb(refDb);
     }
   }
   print(rows, peak);
 }
 
-function ourUrl(db: string): string {
+function dbUrl(db: string): string {
   const u = new URL(ADMIN_URL);
   u.pathname = `/${db}`;
   return u.toString();
