@@ -32,7 +32,10 @@ export async function getProviderByUuid(q: Queryable, uuid: string): Promise<Pro
  * Locks the providers' rows until the transaction ends and returns them
  * (in id order). Every writer that locks more than one provider takes the
  * locks in ascending id order, so two writers can only ever wait on each
- * other in one direction and never deadlock on provider rows.
+ * other in one direction and never deadlock on provider rows. The lock is
+ * FOR NO KEY UPDATE: writers exclude each other, but rows that merely
+ * reference the provider (inventories, allocations) can still be inserted
+ * by others without waiting on a foreign-key check.
  */
 export async function lockProvidersForUpdate(tx: Tx, ids: readonly number[]): Promise<ProviderRow[]> {
   if (ids.length === 0) return [];
@@ -42,12 +45,12 @@ export async function lockProvidersForUpdate(tx: Tx, ids: readonly number[]): Pr
     .from(resourceProviders)
     .where(inArray(resourceProviders.id, unique))
     .orderBy(asc(resourceProviders.id))
-    .for("update");
+    .for("no key update");
 }
 
 /** Looks a provider up by uuid and locks its row (404 when it does not exist). */
 export async function lockProviderByUuid(tx: Tx, uuid: string): Promise<ProviderRow> {
-  const rows = await tx.select().from(resourceProviders).where(eq(resourceProviders.uuid, uuid)).for("update");
+  const rows = await tx.select().from(resourceProviders).where(eq(resourceProviders.uuid, uuid)).for("no key update");
   if (!rows[0]) throw providerNotFound(uuid);
   return rows[0];
 }
@@ -252,28 +255,32 @@ export interface ProviderUpdate {
 export async function updateProvider(tx: Tx, uuid: string, update: ProviderUpdate, allowReparenting: boolean): Promise<ProviderView> {
   const cannotSave = (action: string, reason: string) =>
     badRequest(`Unable to save resource provider ${uuid}: Object action ${action} failed because: ${reason}`);
-  let me = await lockProviderByUuid(tx, uuid);
+  const moving = update.parentProviderUuid !== undefined;
+  if (moving) {
+    // Tree changes are serialized with one transaction-level advisory lock,
+    // taken before any row lock (a mover holding a row lock while waiting
+    // for it could deadlock with the holder's foreign-key check on that
+    // row). So two moves never each pass the loop check against the other's
+    // pre-move tree. Then the moving tree's rows are locked in id order, so
+    // no child is created under a provider whose root is being rewritten.
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(${TREE_LOCK_KEY})`);
+    const current = await getProviderByUuid(tx, uuid);
+    await tx
+      .select({ id: resourceProviders.id })
+      .from(resourceProviders)
+      .where(eq(resourceProviders.rootProviderId, current.rootProviderId ?? current.id))
+      .orderBy(asc(resourceProviders.id))
+      .for("no key update");
+  }
+  const me = await lockProviderByUuid(tx, uuid);
   const changes: Partial<typeof resourceProviders.$inferInsert> = { name: update.name, updatedAt: new Date() };
   let newRootId: number | undefined;
   let subtree: number[] = [];
 
-  if (update.parentProviderUuid !== undefined) {
-    // Tree changes are serialized with one transaction-level advisory lock, so
-    // two moves can never each pass the loop check against the other's
-    // pre-move tree; then the moving tree's rows are locked (in id order) so
-    // no child is created under a provider whose root is being rewritten.
-    await tx.execute(sql`SELECT pg_advisory_xact_lock(${TREE_LOCK_KEY})`);
-    const myRootId = me.rootProviderId ?? me.id;
-    await tx
-      .select({ id: resourceProviders.id })
-      .from(resourceProviders)
-      .where(eq(resourceProviders.rootProviderId, myRootId))
-      .orderBy(asc(resourceProviders.id))
-      .for("update");
-    me = await lockProviderByUuid(tx, uuid);
-
-    if (update.parentProviderUuid !== null) {
-      const newParent = await findProviderByUuid(tx, update.parentProviderUuid);
+  const target = update.parentProviderUuid;
+  if (target !== undefined) {
+    if (target !== null) {
+      const newParent = await findProviderByUuid(tx, target);
       if (!newParent) throw cannotSave("create", "parent provider UUID does not exist.");
       if (me.parentProviderId !== null && me.parentProviderId !== newParent.id && !allowReparenting) {
         throw cannotSave("update", "re-parenting a provider is not currently allowed.");
