@@ -4,7 +4,10 @@
  * K simulated schedulers fill a cloud of N compute nodes (4 VCPU, 8 GiB,
  * 400 GB each; every claim takes 1 VCPU, 2 GiB, 100 GB, so each node holds
  * exactly 4 claims) through the real server over HTTP, until nothing fits:
- *   direct      each scheduler claims on a random node it has not yet seen full (no query)
+ *   direct      each scheduler claims on a random node not yet known to be full (no query);
+ *               with --view shared (default) the K schedulers share what they learn from
+ *               409s, as the workers of one scheduler process share its host state; with
+ *               --view own each learns alone (every node then costs each scheduler one 409)
  *   list        GET /resource_providers?resources=... (1.4 capacity filter), claim one of them
  *   candidates  GET /allocation_candidates?resources=...&limit=..., claim one of them
  * Prints claims per second, 409s per successful claim, and the invariant
@@ -32,6 +35,7 @@ interface Options {
   providers: number;
   clients: number[];
   mode: "direct" | "list" | "candidates";
+  view: "shared" | "own";
   workers: number;
   adminUrl: string;
 }
@@ -47,6 +51,7 @@ function parseArgs(args: string[]): Options {
     providers: Number(get("providers") ?? 1000),
     clients: (get("clients") ?? "1,4,16").split(",").map(Number),
     mode,
+    view: get("view") === "own" ? "own" : "shared",
     workers: Number(get("workers") ?? os.availableParallelism()),
     adminUrl: process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres",
   };
@@ -66,7 +71,9 @@ async function freePort(): Promise<number> {
 async function startServer(databaseUrl: string, workers: number): Promise<{ base: string; child: ChildProcess }> {
   const port = await freePort();
   const cli = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../src/cli.js");
-  const child = spawn(process.execPath, [cli, "serve"], {
+  // BENCH_CPU_PROF=DIR writes a V8 CPU profile of the server (use --workers 1) to DIR.
+  const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, cli, "serve"], {
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: "warn", PLACEMENT_WORKERS: String(workers) },
     stdio: ["ignore", "inherit", "inherit"],
   });
@@ -110,8 +117,7 @@ interface Tally {
 }
 
 /** One scheduler: pick a node, claim on it, until it finds none with room. */
-async function scheduler(base: string, options: Options, nodes: string[], tally: Tally): Promise<void> {
-  const notFull = new Set(nodes);
+async function scheduler(base: string, options: Options, notFull: Set<string>, tally: Tally): Promise<void> {
   for (;;) {
     let choices: string[];
     if (options.mode === "direct") {
@@ -177,11 +183,12 @@ async function runOnce(options: Options, k: number): Promise<void> {
     const nodes = await buildCloud(db, options.providers);
     const tally: Tally = { claims: 0, conflicts: 0, errors: 0 };
     const started = performance.now();
-    await Promise.all(Array.from({ length: k }, () => scheduler(server.base, options, nodes, tally)));
+    const shared = new Set(nodes);
+    await Promise.all(Array.from({ length: k }, () => scheduler(server.base, options, options.view === "shared" ? shared : new Set(nodes), tally)));
     const seconds = (performance.now() - started) / 1000;
     const check = await invariants(db, options.providers, tally);
     process.stdout.write(
-      `N=${options.providers} K=${String(k).padStart(2)} mode=${options.mode}: ${tally.claims} claims in ${seconds.toFixed(1)} s = ` +
+      `N=${options.providers} K=${String(k).padStart(2)} mode=${options.mode}${options.mode === "direct" ? `/${options.view}` : ""}: ${tally.claims} claims in ${seconds.toFixed(1)} s = ` +
         `${(tally.claims / seconds).toFixed(0)} claims/s; ${(tally.conflicts / Math.max(tally.claims, 1)).toFixed(3)} 409s per claim; ` +
         `${tally.errors} other errors; invariants ${check}\n`,
     );

@@ -104,15 +104,19 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
   // emptied holds allocations on (Placement counts those as written too).
   const emptied = rows.filter((_, i) => Object.keys(writes[i].allocations).length === 0).map((r) => r.id);
   const requestedUuids = [...new Set(writes.flatMap((w) => Object.keys(w.allocations)))];
-  const providers = await lockProviders(tx, requestedUuids, emptied.filter((id) => !rows.find((r) => r.id === id)!.created));
+  // 3. Resource classes, all resolved before any capacity check (Placement's order), in the same round trip.
+  const classNames = [...new Set(writes.flatMap((w) => Object.values(w.allocations).flatMap((r) => Object.keys(r))))];
+  const { providers, classIds } = await lockProvidersAndResolveClasses(
+    tx,
+    requestedUuids,
+    emptied.filter((id) => !rows.find((r) => r.id === id)!.created),
+    classNames,
+  );
   const providerByUuid = new Map(providers.map((p) => [p.uuid, p]));
   for (const uuid of requestedUuids) {
     if (!providerByUuid.has(uuid)) throw badRequest(`Allocation for resource provider '${uuid}' that does not exist.`);
   }
-
-  // 3. Resource classes, all resolved before any capacity check (Placement's order).
-  const classNames = [...new Set(writes.flatMap((w) => Object.values(w.allocations).flatMap((r) => Object.keys(r))))];
-  const classIds = await resolveClasses(tx, classNames);
+  for (const name of classNames) if (!classIds.has(name)) throw new ResourceClassNotFound(name);
 
   // 4. Clean slate for these consumers (a consumer created just now has
   // nothing to remove), then check what is asked for against what everyone
@@ -149,26 +153,31 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
   await deleteConsumersWithoutAllocations(tx, emptied);
 }
 
-/** Locks providers by uuid and by id together, in id order, and returns those found. */
-async function lockProviders(tx: Tx, uuids: string[], emptiedConsumerIds: number[]): Promise<ProviderLock[]> {
-  if (uuids.length === 0 && emptiedConsumerIds.length === 0) return [];
-  const res = await tx.execute<ProviderLock>(sql`
-    SELECT id, uuid FROM resource_providers
-    WHERE uuid = ANY(${sql.param(uuids)}::text[])
-       OR id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY(${sql.param(emptiedConsumerIds)}::int[]))
-    ORDER BY id FOR UPDATE`);
-  return res.rows;
-}
-
-async function resolveClasses(q: Queryable, names: string[]): Promise<Map<string, number>> {
-  const ids = new Map<string, number>();
-  if (names.length === 0) return ids;
-  const res = await q.execute<{ id: number; name: string }>(
-    sql`SELECT id, name FROM resource_classes WHERE name = ANY(${sql.param(names)}::text[])`,
-  );
-  for (const r of res.rows) ids.set(r.name, r.id);
-  for (const name of names) if (!ids.has(name)) throw new ResourceClassNotFound(name);
-  return ids;
+/**
+ * Locks providers by uuid and by id together, in id order, and returns those
+ * found, with the ids of the named resource classes (unknown names are
+ * simply absent).
+ */
+async function lockProvidersAndResolveClasses(
+  tx: Tx,
+  uuids: string[],
+  emptiedConsumerIds: number[],
+  classNames: string[],
+): Promise<{ providers: ProviderLock[]; classIds: Map<string, number> }> {
+  const res = await tx.execute<{ kind: "p" | "c"; id: number; name: string }>(sql`
+    WITH locked AS (
+      SELECT id, uuid FROM resource_providers
+      WHERE uuid = ANY(${sql.param(uuids)}::text[])
+         OR id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY(${sql.param(emptiedConsumerIds)}::int[]))
+      ORDER BY id FOR UPDATE
+    )
+    SELECT 'p' AS kind, id, uuid AS name FROM locked
+    UNION ALL
+    SELECT 'c', id, name FROM resource_classes WHERE name = ANY(${sql.param(classNames)}::text[])`);
+  return {
+    providers: res.rows.filter((r) => r.kind === "p").map((r) => ({ id: r.id, uuid: r.name })),
+    classIds: new Map(res.rows.filter((r) => r.kind === "c").map((r) => [r.name, r.id])),
+  };
 }
 
 /**
