@@ -77,8 +77,8 @@ export async function runServer(config: Config, log: Logger): Promise<void> {
     return;
   }
   // Refuse unsafe or broken auth settings before touching the database.
-  checkAuthStartup(config, log);
   createPolicyEnforcer(config);
+  checkAuthStartup(config, log);
   const { url, embedded } = await provideDatabase(config, log);
   const stopEmbedded = async () => {
     if (embedded) await embedded.stop();
