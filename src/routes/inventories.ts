@@ -51,7 +51,9 @@ const POST_INVENTORY = INVENTORY_RECORD.extend({ resource_class: z.string().rege
 /** PUT .../inventories: every record by class, with the generation. */
 const PUT_INVENTORIES = z.strictObject({
   resource_provider_generation: zInteger(),
-  inventories: z.record(z.string().regex(RC_PATTERN), INVENTORY_RECORD),
+  // patternProperties without additionalProperties: false, as in Placement, so
+  // a malformed class name is not a schema error but an unknown class (400).
+  inventories: z.record(z.string(), INVENTORY_RECORD),
 });
 
 type InventoryRecord = z.output<typeof INVENTORY_RECORD>;
@@ -109,6 +111,17 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       });
     },
 
+    POST: async (c) => {
+      authorize(c, "placement:resource_providers:inventories:create");
+      const uuid = c.req.param("uuid");
+      await getProviderByUuid(db, uuid);
+      const body = await readJsonBody(c, POST_INVENTORY);
+      const inv = withDefaults(body);
+      const generation = await inTransaction(db, (tx) => addInventory(tx, uuid, body.resource_class, inv, reservedMayEqualTotal(c)));
+      c.header("location", absoluteUrl(c, `${providerUrl(uuid)}/inventories/${body.resource_class}`));
+      return sendInventory(c, inv, generation, 201);
+    },
+
     PUT: async (c) => {
       authorize(c, "placement:resource_providers:inventories:update");
       const uuid = c.req.param("uuid");
@@ -124,17 +137,6 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
         resource_provider_generation: generation,
         inventories: Object.fromEntries([...items].map(([rc, inv]) => [rc, serializeInventory(inv)])),
       });
-    },
-
-    POST: async (c) => {
-      authorize(c, "placement:resource_providers:inventories:create");
-      const uuid = c.req.param("uuid");
-      await getProviderByUuid(db, uuid);
-      const body = await readJsonBody(c, POST_INVENTORY);
-      const inv = withDefaults(body);
-      const generation = await inTransaction(db, (tx) => addInventory(tx, uuid, body.resource_class, inv, reservedMayEqualTotal(c)));
-      c.header("location", absoluteUrl(c, `${providerUrl(uuid)}/inventories/${body.resource_class}`));
-      return sendInventory(c, inv, generation, 201);
     },
 
     DELETE: async (c) => {

@@ -127,6 +127,11 @@ export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
       return c.json(serializeProvider(c, provider));
     },
 
+    DELETE: async (c) => {
+      authorize(c, "placement:resource_providers:delete");
+      await inTransaction(db, (tx) => deleteProvider(tx, c.req.param("uuid")));
+      return c.body(null, 204);
+    },
     PUT: async (c) => {
       authorize(c, "placement:resource_providers:update");
       const uuid = c.req.param("uuid");
@@ -146,11 +151,6 @@ export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
       return c.json(serializeProvider(c, provider));
     },
 
-    DELETE: async (c) => {
-      authorize(c, "placement:resource_providers:delete");
-      await inTransaction(db, (tx) => deleteProvider(tx, c.req.param("uuid")));
-      return c.body(null, 204);
-    },
   });
 
   return app;
