@@ -4,8 +4,8 @@
  */
 import { Hono } from "hono";
 import type { AppDeps, AppEnv } from "./http/context.js";
-import { errorBody, PlacementError, statusTitle } from "./http/errors.js";
-import { authMiddleware, bestMatch, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
+import { PlacementError, renderError, statusTitle } from "./http/errors.js";
+import { authMiddleware, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
 import { createPolicyEnforcer } from "./auth/policy.js";
 import { rootRoutes } from "./routes/root.js";
 import { resourceProviderRoutes } from "./routes/resource-providers.js";
@@ -58,22 +58,14 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       err instanceof PlacementError ? err : internalError(err, deps, c.get("requestId"), c.req.method, c.req.path);
     const version = c.get("microversion");
     const includeCode = version ? version.atLeast("1.23") : false;
-    const body = errorBody(placementError, c.get("requestId"), includeCode);
     const headers: Record<string, string> = { ...placementError.headers };
     if (version) {
       headers["openstack-api-version"] = `placement ${version.toString()}`;
       headers["vary"] = "openstack-api-version";
     }
-    // Like Placement (webob), errors follow the Accept header: HTML for a browser, JSON otherwise.
-    if (bestMatch(c.req.header("accept"), ["application/json", "text/html"]) === "text/html") {
-      const e = body.errors[0];
-      return c.html(
-        `<html>\n <head>\n  <title>${e.status} ${escapeHtml(e.title)}</title>\n </head>\n <body>\n  <h1>${e.status} ${escapeHtml(e.title)}</h1>\n  ${escapeHtml(e.detail)}\n </body>\n</html>`,
-        placementError.status as 400,
-        headers,
-      );
-    }
-    return c.json(body, placementError.status as 400, headers);
+    // Like Placement (webob), errors follow the Accept header: JSON, HTML or plain text.
+    const { contentType, text } = renderError(placementError, c.req.header("accept"), c.get("requestId"), includeCode);
+    return c.body(text, placementError.status as 400, { ...headers, "content-type": contentType });
   });
 
   return app;
@@ -83,10 +75,6 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 function internalError(err: Error, deps: AppDeps, requestId: string | undefined, method: string, path: string): PlacementError {
   deps.log.error("unhandled error", { requestId, method, path, error: err.message, stack: err.stack });
   return new PlacementError(500, `An unexpected error occurred (request ${requestId ?? "unknown"}).`);
-}
-
-function escapeHtml(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
 export { statusTitle };

@@ -6,6 +6,8 @@
  * HTTP. Unknown exceptions become a 500 whose detail says nothing internal.
  */
 
+import { bestMatch } from "./accept.js";
+
 /** Stable error codes. Clients match on these strings: do not change them. */
 export const ErrorCode = {
   DEFAULT: "placement.undefined_code",
@@ -108,4 +110,35 @@ export function errorBody(err: PlacementError, requestId: string | undefined, in
       },
     ],
   };
+}
+
+/**
+ * An error response's body in the format the Accept header asks for, as
+ * webob chooses it for Placement: JSON when Accept is absent or `*\/*`
+ * (Placement's request log sets it so), otherwise HTML or JSON by preference
+ * (HTML on a tie), and plain text when neither is acceptable.
+ */
+export function renderError(
+  err: PlacementError,
+  accept: string | undefined,
+  requestId: string | undefined,
+  includeCode: boolean,
+): { contentType: string; text: string } {
+  const wanted = !accept || accept.trim() === "*/*" ? "application/json" : bestMatch(accept, ["text/html", "application/json"]);
+  const status = `${err.status} ${statusTitle(err.status)}`;
+  if (wanted === "application/json") {
+    return { contentType: "application/json", text: JSON.stringify(errorBody(err, requestId, includeCode)) };
+  }
+  if (wanted === "text/html") {
+    const detail = escapeHtml(err.renderDetail());
+    return {
+      contentType: "text/html; charset=UTF-8",
+      text: `<html>\n <head>\n  <title>${status}</title>\n </head>\n <body>\n  <h1>${status}</h1>\n  ${detail}\n </body>\n</html>`,
+    };
+  }
+  return { contentType: "text/plain; charset=UTF-8", text: `${status}\n\n${err.renderDetail()}` };
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }

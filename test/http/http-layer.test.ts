@@ -46,6 +46,16 @@ describe("content negotiation", () => {
     expect(res.text).toContain("The resource could not be found");
   });
 
+  it("renders errors as plain text when neither JSON nor HTML is acceptable", async () => {
+    const res = await t.request("GET", "/barnabas", { headers: { accept: "text/plain" } });
+    expect(res.status).toBe(404);
+    expect(res.headers.get("content-type")).toMatch(/^text\/plain/);
+    expect(res.text).toMatch(/^404 Not Found\n\nThe resource could not be found\./);
+    const invalid = await t.request("POST", "/resource_classes", { body: { name: "FOO" }, headers: { accept: "text/plain" } });
+    expect(invalid.status).toBe(400);
+    expect(invalid.text).toContain("JSON does not validate");
+  });
+
   it("renders errors as JSON for no Accept and for */*", async () => {
     for (const accept of [undefined, "*/*"]) {
       const res = await t.app.request("/barnabas", { headers: { "x-auth-token": "admin", ...(accept ? { accept } : {}) } });
@@ -139,7 +149,9 @@ describe("errors and request ids", () => {
     expect(res.body.errors[0].detail).toContain("Invalid microversion: Unacceptable version header: 0.9");
     expect(res.headers.get("openstack-api-version")).toBeNull();
     const accept = await t.request("GET", "/resource_providers", { headers: { accept: "text/plain" } });
-    expect(accept.body.errors[0].max_version).toBeUndefined();
+    expect(accept.status).toBe(406);
+    expect(accept.text).toContain("Only application/json is provided");
+    expect(accept.text).not.toContain("max_version");
   });
 
   it("gives every request its own id", async () => {
