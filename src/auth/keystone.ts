@@ -2,8 +2,9 @@
  * Keystone token validation, what keystonemiddleware's auth_token does for
  * Placement: the service authenticates itself with its own credentials, then
  * asks Keystone about each caller's token (GET /v3/auth/tokens with
- * X-Subject-Token). Valid tokens are cached for a short time so Keystone does
- * not see one request per API call; a token is never cached past its expiry.
+ * X-Subject-Token). Verdicts are cached for a short time so Keystone does
+ * not see one request per API call; a valid token is never cached past its
+ * expiry.
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
@@ -42,14 +43,15 @@ const tokenBody = z.object({
   }),
 });
 
-interface CachedIdentity {
-  identity: Identity;
+/** A verdict on a token: its identity, or undefined for a token Keystone rejected (it cannot become valid later). */
+interface CachedVerdict {
+  identity: Identity | undefined;
   until: number;
 }
 
 export class KeystoneValidator {
   private readonly base: string;
-  private readonly cache = new Map<string, CachedIdentity>();
+  private readonly cache = new Map<string, CachedVerdict>();
   private serviceToken: Promise<{ token: string; until: number }> | undefined;
 
   constructor(
@@ -65,18 +67,31 @@ export class KeystoneValidator {
     // Cache by digest so a heap dump does not hand out live tokens.
     const key = createHash("sha256").update(token).digest("base64");
     const cached = this.cache.get(key);
-    if (cached && cached.until > this.now()) return cached.identity;
+    if (cached && cached.until > this.now()) {
+      if (!cached.identity) throw new InvalidToken("token rejected earlier");
+      return cached.identity;
+    }
     if (cached) this.cache.delete(key);
 
-    const { identity, expiresAt } = await this.ask(token);
-    const until = Math.min(this.now() + this.options.cacheSeconds * 1000, expiresAt);
-    if (until > this.now()) {
-      if (this.cache.size >= (this.options.maxCachedTokens ?? 10_000)) {
-        this.cache.delete(this.cache.keys().next().value!);
-      }
-      this.cache.set(key, { identity, until });
+    const cacheUntil = this.now() + this.options.cacheSeconds * 1000;
+    let answer: { identity: Identity; expiresAt: number };
+    try {
+      answer = await this.ask(token);
+    } catch (err) {
+      // Remembering rejections keeps a flood of made-up tokens from becoming a flood on Keystone.
+      if (err instanceof InvalidToken) this.remember(key, { identity: undefined, until: cacheUntil });
+      throw err;
     }
-    return identity;
+    this.remember(key, { identity: answer.identity, until: Math.min(cacheUntil, answer.expiresAt) });
+    return answer.identity;
+  }
+
+  private remember(key: string, verdict: CachedVerdict): void {
+    if (verdict.until <= this.now()) return;
+    if (this.cache.size >= (this.options.maxCachedTokens ?? 10_000)) {
+      this.cache.delete(this.cache.keys().next().value!);
+    }
+    this.cache.set(key, verdict);
   }
 
   private async ask(token: string, retried = false): Promise<{ identity: Identity; expiresAt: number }> {

@@ -70,8 +70,12 @@ describe("keystone strategy", () => {
     expect(ks.validations).toBe(before);
   });
 
-  it("answers 401 for a forged token Keystone never issued", async () => {
-    expectUnauthorized(await t.request("GET", "/resource_providers", { token: token("forged") }));
+  it("answers 401 for a forged token Keystone never issued, asking Keystone once", async () => {
+    const forged = token("forged");
+    const before = ks.validations;
+    expectUnauthorized(await t.request("GET", "/resource_providers", { token: forged }));
+    expectUnauthorized(await t.request("GET", "/resource_providers", { token: forged }));
+    expect(ks.validations).toBe(before + 1);
   });
 
   it("answers 401 for an expired token, whether Keystone hides it or reports it", async () => {
