@@ -25,7 +25,7 @@ Settings (environment variables):
   PLACEMENT_KEYSTONE_URL       keystone: identity endpoint, e.g. https://keystone:5000/v3.
   PLACEMENT_KEYSTONE_USERNAME / _PASSWORD / _PROJECT_NAME   keystone: the service's own credentials.
   PLACEMENT_KEYSTONE_USER_DOMAIN_NAME / _PROJECT_DOMAIN_NAME   Their domains (default Default).
-  PLACEMENT_KEYSTONE_TOKEN_CACHE_SECONDS   How long a valid token is cached (default 300; 0: never).
+  PLACEMENT_KEYSTONE_TOKEN_CACHE_SECONDS   How long Keystone's verdict on a token is cached (default 300; 0: never).
   PLACEMENT_KEYSTONE_TIMEOUT_SECONDS       Timeout of a call to Keystone (default 10).
   PLACEMENT_TRUSTED_PROXIES    trusted-proxy: comma-separated addresses/CIDRs whose identity headers are believed.
   PLACEMENT_ENFORCE_NEW_DEFAULTS  Policy: new defaults only (admin or service; reshaper service only) (default false).
