@@ -5,7 +5,7 @@
  * conformance tests match on those phrases, so each zod issue is translated
  * into the jsonschema wording for the same rule.
  */
-import { z } from "zod";
+import type { z } from "zod";
 import { badRequest, PlacementError } from "./errors.js";
 
 /** Python's repr() of a JSON value, as jsonschema prints instances. */
@@ -128,10 +128,6 @@ export function translateIssue(issue: Issue): Translated {
     case "not_multiple_of":
       return { message: `${pyRepr(input)} is not a multiple of ${String(issue.divisor)}`, validator: "multipleOf", path };
     case "custom": {
-      // A custom check on an absent property (e.g. jsonInteger()) means the property is missing.
-      if (input === undefined && path.length > 0) {
-        return { message: `${pyRepr(String(path[path.length - 1]))} is a required property`, validator: "required", path: path.slice(0, -1) };
-      }
       const params = (issue.params ?? {}) as { validator?: string };
       return { message: issue.message, validator: params.validator ?? "custom", path };
     }
@@ -169,17 +165,6 @@ export function validateBody<S extends z.ZodType>(schema: S, body: unknown): z.o
   if (result.success) return result.data;
   const issue = result.error.issues[0] as Issue;
   throw badRequest(`JSON does not validate: ${describeIssue(issue, body)}`);
-}
-
-/**
- * A JSON integer as jsonschema's {"type": "integer"} checks it. z.int() reports
- * a string as "expected number", which would read "is not of type 'number'".
- */
-export function jsonInteger() {
-  return z.custom<number>((v) => typeof v === "number" && Number.isInteger(v), {
-    error: (issue) => `${pyRepr(issue.input)} is not of type 'integer'`,
-    params: { validator: "type" },
-  });
 }
 
 /**

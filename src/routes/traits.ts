@@ -11,7 +11,8 @@ import type { AppDeps, AppEnv } from "../http/context.js";
 import { badRequest } from "../http/errors.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
-import { jsonInteger, validateQuery } from "../http/validation.js";
+import { zInteger } from "../http/json-types.js";
+import { validateQuery } from "../http/validation.js";
 import { getProviderByUuid } from "../services/providers.js";
 import {
   deleteTrait,
@@ -31,7 +32,7 @@ const CUSTOM_TRAIT = TRAIT.regex(/^CUSTOM_[A-Z0-9_]+$/);
 
 const SET_TRAITS_FOR_RP_SCHEMA = z.strictObject({
   traits: z.array(TRAIT),
-  resource_provider_generation: jsonInteger(),
+  resource_provider_generation: zInteger(),
 });
 
 const INVALID_TRAIT =
