@@ -36,18 +36,23 @@ export function declareRoute<P extends string>(
   const methods = Object.keys(handlers) as Method[];
   for (const method of methods) {
     const handler = handlers[method]!;
-    app.on(method, path, method === "GET" && !options.getAcceptsAnything ? jsonOnly(handler) : handler);
+    app.on(method, path, method === "GET" ? guardGet(handler, methods, options) : handler);
   }
   app.all(path, (c) => {
     throw methodNotAllowed(c.req.method, methods);
   });
 }
 
-/** GET responses are JSON only: an Accept header that rules JSON out is a 406 (Placement's check_accept). */
-function jsonOnly<P extends string>(handler: Handler<AppEnv, P>): Handler<AppEnv, P> {
+/**
+ * Hono answers HEAD with the GET handler; Placement does not serve HEAD, so it
+ * gets the 405 like any other undeclared method. GET responses are JSON only:
+ * an Accept header that rules JSON out is a 406 (Placement's check_accept).
+ */
+function guardGet<P extends string>(handler: Handler<AppEnv, P>, methods: Method[], options: RouteOptions): Handler<AppEnv, P> {
   return (c, next) => {
+    if (c.req.method === "HEAD") throw methodNotAllowed("HEAD", methods);
     const accept = c.req.header("accept");
-    if (!acceptsJson(accept)) throw notAcceptable("Only application/json is provided", accept);
+    if (!options.getAcceptsAnything && !acceptsJson(accept)) throw notAcceptable("Only application/json is provided", accept);
     return handler(c, next);
   };
 }

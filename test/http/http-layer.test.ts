@@ -105,6 +105,12 @@ describe("routing", () => {
     expect(res.body.errors[0].detail).toContain("The method DELETE is not allowed for this resource.");
   });
 
+  it("does not serve HEAD (Placement answers it 405)", async () => {
+    const res = await t.request("HEAD", "/resource_classes");
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("GET, POST");
+  });
+
   it("answers OPTIONS with 405 when CORS is off", async () => {
     const res = await t.request("OPTIONS", "/", { headers: { origin: "http://valid.example.com", "access-control-request-method": "GET" } });
     expect(res.status).toBe(405);
