@@ -84,7 +84,7 @@ export function traitRoutes({ db }: AppDeps): Hono<AppEnv> {
       requireMicroversion(c, "1.6");
       authorize(c, "placement:traits:show");
       const trait = await getTrait(db, c.req.param("name"));
-      setLastModified(c, newestTimestamp([{ createdAt: trait.createdAt, updatedAt: null }]));
+      setLastModified(c, trait.createdAt);
       return c.body(null, 204);
     },
     PUT: async (c) => {
@@ -93,7 +93,7 @@ export function traitRoutes({ db }: AppDeps): Hono<AppEnv> {
       const name = c.req.param("name");
       if (!CUSTOM_TRAIT.safeParse(name).success) throw badRequest(INVALID_TRAIT);
       const { trait, created } = await inTransaction(db, (tx) => ensureTrait(tx, name));
-      setLastModified(c, newestTimestamp([{ createdAt: trait.createdAt, updatedAt: null }]));
+      setLastModified(c, trait.createdAt);
       return c.body(null, created ? 201 : 204, { location: traitUrl(name) });
     },
     DELETE: async (c) => {
