@@ -130,7 +130,8 @@ export function renderError(
     return { contentType: "application/json", text: JSON.stringify(errorBody(err, requestId, includeCode)) };
   }
   if (wanted === "text/html") {
-    const detail = escapeHtml(err.renderDetail());
+    const explanation = err.explanation ?? STATUS_TEXT[err.status]?.explanation ?? "";
+    const detail = `${escapeHtml(explanation)}<br /><br />\n${escapeHtml(err.detail)}\n`;
     return {
       contentType: "text/html; charset=UTF-8",
       text: `<html>\n <head>\n  <title>${status}</title>\n </head>\n <body>\n  <h1>${status}</h1>\n  ${detail}\n </body>\n</html>`,

@@ -113,7 +113,8 @@ export function parseMicroversion(headerValue: string | undefined, accept?: stri
 function findPlacementVersion(headerValue: string): string | undefined {
   for (const part of headerValue.split(",")) {
     const [service, ...rest] = part.trim().split(/\s+/);
-    if (service?.toLowerCase() === SERVICE_TYPE && rest.length > 0) return rest.join(" ").trim().toLowerCase();
+    // The version itself is case-sensitive: Placement refuses "LATEST" with a 400.
+    if (service?.toLowerCase() === SERVICE_TYPE && rest.length > 0) return rest.join(" ").trim();
   }
   return undefined;
 }

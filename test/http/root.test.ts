@@ -22,6 +22,7 @@ describe("GET /", () => {
     const tooNew = await t.request("GET", "/", { version: "1.40" });
     expect(tooNew.status).toBe(406);
     expect(tooNew.body.errors[0].detail).toContain("Unacceptable version header: 1.40");
+    expect((await t.request("GET", "/", { version: "LATEST" })).status).toBe(400);
     const malformed = await t.request("GET", "/", { version: "pony.horse" });
     expect(malformed.status).toBe(400);
     expect(malformed.body.errors[0].detail).toContain("invalid version string: pony.horse");
