@@ -18,8 +18,10 @@
  *    request over 10,000 trees reads the few it returns, not all of them.
  *    With randomize_allocation_candidates the anchors are shuffled first, which
  *    samples trees at random instead of generating everything and sampling.
- * Summaries are built once, from the loaded trees, for the trees the returned
- * candidates use.
+ * Without trees and sharing providers (most clouds) flat.ts replaces steps
+ * 1-2 with one query that also takes the limit, so trees are read only as far
+ * as the answer needs. Summaries are built once, from the loaded trees, for
+ * the trees the returned candidates use.
  */
 import { badRequest } from "../../http/errors.js";
 import type { Queryable } from "../../db/database.js";
@@ -48,6 +50,7 @@ import {
   type TreeInventory,
   type TreeProvider,
 } from "./sql.js";
+import { planFlat } from "./flat.js";
 
 export const SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE";
 
@@ -103,9 +106,23 @@ export async function findCandidates(tx: Queryable, query: CandidatesQuery, opts
   }
   const rcNames = new Map([...rcIds].map(([name, id]) => [id, name]));
 
-  const result = await plan(tx, query, names);
+  // in_tree roots; an unknown provider means no candidates at all.
+  const treeRoots = new Map<string, number>();
+  for (const g of groups) {
+    if (!g.inTree) continue;
+    const found = await providerByUuid(tx, g.inTree);
+    if (!found) return emptyResult(rcNames);
+    treeRoots.set(g.suffix, found.rootId);
+  }
+
+  if (!names.hasTrees && !names.hasSharing) {
+    const flat = planFlat(tx, query, names, treeRoots);
+    if (!flat) return emptyResult(rcNames);
+    return generate(tx, query, opts, { ...flat, preload: [], trees: false, rootOf: () => undefined, isSharing: () => false }, rcNames);
+  }
+  const result = await plan(tx, query, names, treeRoots);
   if (result === EMPTY) return emptyResult(rcNames);
-  return generate(tx, query, opts, result, rcNames);
+  return generate(tx, query, opts, generalSource(result), rcNames);
 }
 
 interface Planned {
@@ -119,7 +136,7 @@ interface Planned {
   isSharing: (providerId: number) => boolean;
 }
 
-async function plan(tx: Queryable, query: CandidatesQuery, names: NameLookup): Promise<Planned | typeof EMPTY> {
+async function plan(tx: Queryable, query: CandidatesQuery, names: NameLookup, treeRoot: Map<string, number>): Promise<Planned | typeof EMPTY> {
   const { groups, params } = query;
   const { resourceClasses: rcIds, traits: tIds, aggregates: aggIds, hasTrees: trees } = names;
   const { traits: traitsOf, aggregates: aggsOf } = await memberships(tx, [...tIds.values()], [...aggIds.values()]);
@@ -134,15 +151,6 @@ async function plan(tx: Queryable, query: CandidatesQuery, names: NameLookup): P
     const ts = traitsOf.get(root);
     return rootReq.every((t) => ts?.has(t)) && !rootForb.some((t) => ts?.has(t));
   };
-
-  // in_tree roots; an unknown provider means no candidates at all.
-  const treeRoot = new Map<string, number>();
-  for (const g of groups) {
-    if (!g.inTree) continue;
-    const found = await providerByUuid(tx, g.inTree);
-    if (!found) return EMPTY;
-    treeRoot.set(g.suffix, found.rootId);
-  }
 
   const requests = groups.flatMap((g) =>
     [...g.resources].map(([rc, amount]) => ({ group: g, resourceClassId: rcIds.get(rc)!, amount, treeRootId: treeRoot.get(g.suffix) })),
@@ -282,19 +290,47 @@ async function plan(tx: Queryable, query: CandidatesQuery, names: NameLookup): P
   return { plans, trees, rootOf, sharingRoots, traitsOf, isSharing };
 }
 
+/** Where anchors come from: the general plan's in-memory list, or the flat path's SQL. */
+interface AnchorSource {
+  /** Anchors after `afterId` in id order, at most `count` (all when undefined); empty when none are left. */
+  next(afterId: number, count: number | undefined): Promise<number[]>;
+  optionsAt(anchor: number): GroupOption[][];
+  /** Roots loaded before any anchor (the sharing providers' own trees). */
+  preload: number[];
+  trees: boolean;
+  rootOf(providerId: number): number | undefined;
+  isSharing(providerId: number): boolean;
+}
+
+function generalSource(planned: Planned): AnchorSource {
+  const { plans, traitsOf } = planned;
+  const anchors = [...plans[0].byAnchor.keys()].filter((a) => plans.every((p) => p.byAnchor.has(a))).sort((a, b) => a - b);
+  return {
+    next: async (afterId, count) => {
+      const rest = anchors.filter((a) => a > afterId);
+      return count === undefined ? rest : rest.slice(0, count);
+    },
+    optionsAt: (anchor) =>
+      plans.map((p) =>
+        p.kind === "options"
+          ? p.byAnchor.get(anchor)!
+          : [...spreadOptions(p.group.suffix, [...p.byAnchor.get(anchor)!.values()], (rp) => traitsOf.get(rp), p.required, p.forbidden)],
+      ),
+    preload: [...planned.sharingRoots],
+    trees: planned.trees,
+    rootOf: (id) => planned.rootOf.get(id),
+    isSharing: planned.isSharing,
+  };
+}
+
 async function generate(
   tx: Queryable,
   query: CandidatesQuery,
   opts: EngineOptions,
-  planned: Planned,
+  source: AnchorSource,
   rcNames: Map<number, string>,
 ): Promise<CandidatesResult> {
-  const { plans, trees, traitsOf } = planned;
   const { params } = query;
-
-  let anchors = [...plans[0].byAnchor.keys()].filter((a) => plans.every((p) => p.byAnchor.has(a)));
-  anchors.sort((a, b) => a - b);
-  if (opts.randomize) anchors = shuffle(anchors);
 
   const caps = [params.limit ?? Infinity, opts.maxCandidates > 0 ? opts.maxCandidates : Infinity];
   const cap = Math.min(...caps);
@@ -319,7 +355,7 @@ async function generate(
     }
     for (const [rp, names] of data.traits) traitNames.set(rp, names);
   };
-  await load([...planned.sharingRoots]);
+  await load(source.preload);
 
   const rules = {
     isolate: params.groupPolicy === "isolate",
@@ -327,37 +363,45 @@ async function generate(
     parentOf: (id: number) => providers.get(id)?.parentId ?? null,
     capacityOf: (id: number, rc: number) => inventories.get(pairKey(id, rc)),
   };
-  const optionsAt = (anchor: number): GroupOption[][] =>
-    plans.map((p) =>
-      p.kind === "options"
-        ? p.byAnchor.get(anchor)!
-        : [...spreadOptions(p.group.suffix, [...p.byAnchor.get(anchor)!.values()], (rp) => traitsOf.get(rp), p.required, p.forbidden)],
-    );
-  const excludeNested = !opts.nestedAware && trees;
-  const rootOfProvider = (id: number) => providers.get(id)?.rootId ?? planned.rootOf.get(id)!;
+  const excludeNested = !opts.nestedAware && source.trees;
+  const rootOfProvider = (id: number) => providers.get(id)?.rootId ?? source.rootOf(id)!;
 
   const out: Candidate[] = [];
   const seen = new Set<string>();
-  // Breadth-first has to see every tree to interleave them; depth-first grows its batches geometrically.
-  let batch = opts.strategy === "breadth-first" || !Number.isFinite(cap) ? anchors.length : Math.max(64, Math.ceil(cap * 1.25));
-  for (let start = 0; start < anchors.length && out.length < cap; start += batch, batch *= 4) {
-    const slice = anchors.slice(start, start + batch);
-    await load(slice);
-    const sources = slice.map((a) => mergeGroups(a, optionsAt(a), rules));
+  const take = (c: Candidate): boolean => {
+    if (excludeNested) {
+      const roots = c.resources.map((r) => rootOfProvider(r.providerId));
+      if (new Set(roots).size !== new Set(c.resources.map((r) => r.providerId)).size) return false;
+    }
+    // Only a candidate made of sharing providers alone can come from several anchors. (Placement
+    // deduplicates each group's requests before merging, which keeps one arbitrary anchor for a
+    // group served by a sharing provider alone and so loses candidates; we keep every anchor.)
+    if (c.resources.every((r) => source.isSharing(r.providerId)) && [...c.mappings.values()].every((ps) => ps.every(source.isSharing))) {
+      const key = candidateKey(c);
+      if (seen.has(key)) return false;
+      seen.add(key);
+    }
+    out.push(c);
+    return out.length >= cap;
+  };
+  const run = async (anchors: number[]): Promise<boolean> => {
+    await load(anchors);
+    const sources = anchors.map((a) => mergeGroups(a, source.optionsAt(a), rules));
     const stream = opts.strategy === "breadth-first" ? roundRobin(sources) : chain(sources);
-    for (const c of stream) {
-      if (excludeNested) {
-        const roots = c.resources.map((r) => rootOfProvider(r.providerId));
-        if (new Set(roots).size !== new Set(c.resources.map((r) => r.providerId)).size) continue;
-      }
-      // Only a candidate made of sharing providers alone can come from several anchors.
-      if (c.resources.every((r) => planned.isSharing(r.providerId)) && [...c.mappings.values()].every((ps) => ps.every(planned.isSharing))) {
-        const key = candidateKey(c);
-        if (seen.has(key)) continue;
-        seen.add(key);
-      }
-      out.push(c);
-      if (out.length >= cap) break;
+    for (const c of stream) if (take(c)) return true;
+    return false;
+  };
+  if (opts.randomize || opts.strategy === "breadth-first" || !Number.isFinite(cap)) {
+    // Random sampling and breadth-first interleaving need the whole list of trees; so does "everything".
+    const anchors = await source.next(0, undefined);
+    await run(opts.randomize ? shuffle(anchors) : anchors);
+  } else {
+    // Depth-first under a limit: trees in id order, in batches that grow, until enough candidates.
+    let afterId = 0;
+    for (let batch = Math.max(64, Math.ceil(cap * 1.1)); ; batch *= 4) {
+      const anchors = await source.next(afterId, batch);
+      if (anchors.length === 0 || (await run(anchors))) break;
+      afterId = anchors[anchors.length - 1];
     }
   }
   if (opts.randomize) shuffle(out);

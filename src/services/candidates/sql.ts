@@ -36,6 +36,8 @@ export interface NameLookup {
   aggregates: Map<string, number>;
   /** Whether some provider has a parent: without trees simpler paths apply. */
   hasTrees: boolean;
+  /** Whether some provider shares its inventory through aggregates (has MISC_SHARES_VIA_AGGREGATE). */
+  hasSharing: boolean;
 }
 
 /** Ids of the named classes, traits and aggregates (absent when unknown), and whether trees exist, in one round trip. */
@@ -45,14 +47,17 @@ export async function lookupNames(tx: Queryable, classes: string[], traitNames: 
     sql`SELECT 'c' AS kind, id, name FROM resource_classes WHERE name = ANY(${sql.param(classes)}::varchar[])
         UNION ALL SELECT 't', id, name FROM traits WHERE name = ANY(${sql.param(traitNames)}::varchar[])
         UNION ALL SELECT 'a', id, uuid FROM aggregates WHERE uuid = ANY(${sql.param(aggregateUuids)}::varchar[])
-        UNION ALL (SELECT 'n', id, '' FROM resource_providers WHERE parent_provider_id IS NOT NULL LIMIT 1)`,
+        UNION ALL (SELECT 'n', id, '' FROM resource_providers WHERE parent_provider_id IS NOT NULL LIMIT 1)
+        UNION ALL (SELECT 's', rpt.resource_provider_id, '' FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id
+                   WHERE t.name = 'MISC_SHARES_VIA_AGGREGATE' LIMIT 1)`,
   );
-  const out: NameLookup = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), hasTrees: false };
+  const out: NameLookup = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), hasTrees: false, hasSharing: false };
   for (const r of found) {
     if (r.kind === "c") out.resourceClasses.set(r.name, r.id);
     else if (r.kind === "t") out.traits.set(r.name, r.id);
     else if (r.kind === "a") out.aggregates.set(r.name, r.id);
-    else out.hasTrees = true;
+    else if (r.kind === "n") out.hasTrees = true;
+    else out.hasSharing = true;
   }
   return out;
 }

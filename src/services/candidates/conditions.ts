@@ -1,0 +1,50 @@
+/**
+ * Provider filters as SQL conditions on a provider id column, shared by
+ * GET /resource_providers and the flat fast path of the candidates engine.
+ * Each is a semi-join (or anti-join) PostgreSQL answers from the trait,
+ * aggregate, inventory and allocation indexes, and, driven by the primary key
+ * in id order under a LIMIT, stops as soon as enough providers matched.
+ */
+import { sql, type SQL } from "drizzle-orm";
+
+/** Has, for every inner list, at least one of its traits; has none of `forbidden`. */
+export function traitConditions(id: SQL, required: number[][], forbidden: number[]): SQL[] {
+  const out = required.map(
+    (anyOf) =>
+      sql`EXISTS (SELECT 1 FROM resource_provider_traits rpt WHERE rpt.resource_provider_id = ${id} AND rpt.trait_id = ANY(${sql.param(anyOf)}::int[]))`,
+  );
+  if (forbidden.length > 0) {
+    out.push(
+      sql`NOT EXISTS (SELECT 1 FROM resource_provider_traits rpt WHERE rpt.resource_provider_id = ${id} AND rpt.trait_id = ANY(${sql.param(forbidden)}::int[]))`,
+    );
+  }
+  return out;
+}
+
+/** Member of at least one aggregate of every inner list; of none of `forbidden`. */
+export function aggregateConditions(id: SQL, memberOf: number[][], forbidden: number[]): SQL[] {
+  const out = memberOf.map(
+    (anyOf) =>
+      sql`EXISTS (SELECT 1 FROM resource_provider_aggregates rpa WHERE rpa.resource_provider_id = ${id} AND rpa.aggregate_id = ANY(${sql.param(anyOf)}::int[]))`,
+  );
+  if (forbidden.length > 0) {
+    out.push(
+      sql`NOT EXISTS (SELECT 1 FROM resource_provider_aggregates rpa WHERE rpa.resource_provider_id = ${id} AND rpa.aggregate_id = ANY(${sql.param(forbidden)}::int[]))`,
+    );
+  }
+  return out;
+}
+
+/**
+ * Can take `amount` more of the class: free capacity net of what `allocations`
+ * uses, and min_unit, max_unit and step_size, as Placement checks them.
+ */
+export function capacityCondition(id: SQL, resourceClassId: number, amount: number): SQL {
+  return sql`EXISTS (
+    SELECT 1 FROM inventories inv
+    WHERE inv.resource_provider_id = ${id} AND inv.resource_class_id = ${resourceClassId}
+      AND inv.min_unit <= ${amount} AND inv.max_unit >= ${amount} AND ${amount} % inv.step_size = 0
+      AND coalesce((SELECT sum(a.used) FROM allocations a
+                    WHERE a.resource_provider_id = inv.resource_provider_id AND a.resource_class_id = inv.resource_class_id), 0)
+          + ${amount} <= (inv.total - inv.reserved) * inv.allocation_ratio)`;
+}

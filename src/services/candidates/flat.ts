@@ -1,0 +1,66 @@
+/**
+ * The fast path for deployments without trees and without sharing providers
+ * (every provider is a tree of one, which is most clouds): every request
+ * group must then be satisfied by the anchor itself, so the whole filter
+ * (capacity for every group's classes, every group's traits and aggregates,
+ * root_required, in_tree) is one SQL query over resource_providers in id
+ * order, and `limit` becomes a LIMIT: PostgreSQL walks the primary key and
+ * stops after enough matches instead of the engine reading every inventory.
+ */
+import { and, sql, type SQL } from "drizzle-orm";
+import type { Queryable } from "../../db/database.js";
+import type { CandidatesQuery } from "../../query/request-groups.js";
+import type { GroupOption } from "./combine.js";
+import { aggregateConditions, capacityCondition, traitConditions } from "./conditions.js";
+import type { NameLookup } from "./sql.js";
+
+const RP_ID = sql.raw("rp.id");
+
+export interface FlatPlan {
+  /** Ids of matching providers after `afterId`, in id order, at most `count` (all when undefined). */
+  next(afterId: number, count: number | undefined): Promise<number[]>;
+  /** Each group's single option at an anchor: the anchor itself. */
+  optionsAt(anchor: number): GroupOption[][];
+}
+
+/** The flat plan, or undefined when the request cannot match at all (Placement's early "no candidates"). */
+export function planFlat(tx: Queryable, query: CandidatesQuery, names: NameLookup, treeRoots: Map<string, number>): FlatPlan | undefined {
+  const { groups, params } = query;
+  const rc = (name: string) => names.resourceClasses.get(name)!;
+  const trait = (name: string) => names.traits.get(name)!;
+  const aggs = (uuids: Iterable<string>) => [...uuids].map((u) => names.aggregates.get(u)).filter((a): a is number => a !== undefined);
+
+  // Two granular groups can never be isolated on a tree of one provider.
+  if (params.groupPolicy === "isolate" && groups.filter((g) => g.useSameProvider).length > 1) return undefined;
+
+  const conditions: SQL[] = [];
+  for (const g of groups) {
+    if (g.resources.size === 0 && g.traits.required.length === 0 && g.aggregates.memberOf.length === 0) return undefined;
+    for (const [name, amount] of g.resources) conditions.push(capacityCondition(RP_ID, rc(name), amount));
+    conditions.push(...traitConditions(RP_ID, g.traits.required.map((l) => l.map(trait)), [...g.traits.forbidden].map(trait)));
+    conditions.push(...aggregateConditions(RP_ID, g.aggregates.memberOf.map(aggs), aggs(g.aggregates.forbidden)));
+    const root = treeRoots.get(g.suffix);
+    // As Placement, in_tree narrows only groups that ask for resources.
+    if (root !== undefined && g.resources.size > 0) conditions.push(sql`rp.id = ${root}`);
+  }
+  conditions.push(...traitConditions(RP_ID, params.rootRequired.map((t) => [trait(t)]), params.rootForbidden.map(trait)));
+  // Amounts of one class asked by several groups add up on the one provider; the merge checks the sum.
+  return {
+    next: async (afterId, count) => {
+      const limit = count === undefined ? sql`` : sql`LIMIT ${count}`;
+      const result = await tx.execute(
+        sql`SELECT rp.id FROM resource_providers rp WHERE ${and(sql`rp.id > ${afterId}`, ...conditions)} ORDER BY rp.id ${limit}`,
+      );
+      return (result.rows as Array<{ id: number }>).map((r) => r.id);
+    },
+    optionsAt: (anchor) =>
+      groups.map((g) => [
+        {
+          suffix: g.suffix,
+          sameProvider: g.useSameProvider,
+          resources: [...g.resources].map(([name, amount]) => ({ providerId: anchor, resourceClassId: rc(name), amount })),
+          providers: [anchor],
+        },
+      ]),
+  };
+}

@@ -1,0 +1,66 @@
+/**
+ * The flat fast path (no trees, no sharing providers in the database): one
+ * SQL filter with the limit pushed down. This file's database never gets a
+ * tree or a sharing provider, so every request here takes that path.
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startHarness, type Harness } from "../support/harness.js";
+import { custom, Data } from "./data.js";
+
+let t: Harness;
+let d: Data;
+beforeAll(async () => {
+  t = await startHarness();
+  d = new Data(t);
+});
+afterAll(async () => t.close());
+
+const get = (query: string, version = "latest") => t.request("GET", `/allocation_candidates?${query}`, { version });
+const uuids = (res: { body: any }) => res.body.allocation_requests.map((a: any) => Object.keys(a.allocations)[0]);
+
+describe("flat deployments", () => {
+  it("applies capacity, traits, aggregates and root_required in one filter, in id order", async () => {
+    const [CPU, A, B] = [custom("CPU"), custom("A"), custom("B")];
+    const agg = randomUUID();
+    const p1 = await d.provider({ inventory: { [CPU]: 4 }, traits: [A], aggregates: [agg] });
+    const p2 = await d.provider({ inventory: { [CPU]: 4 }, traits: [A, B] });
+    const p3 = await d.provider({ inventory: { [CPU]: 1 }, traits: [A], aggregates: [agg] });
+    await d.allocate(p3, CPU, 1);
+    expect(uuids(await get(`resources=${CPU}:1`))).toEqual([p1.uuid, p2.uuid]);
+    expect(uuids(await get(`resources=${CPU}:1&required=${A},!${B}`))).toEqual([p1.uuid]);
+    expect(uuids(await get(`resources=${CPU}:1&member_of=${agg}`))).toEqual([p1.uuid]);
+    expect(uuids(await get(`resources=${CPU}:1&member_of=!${agg}`))).toEqual([p2.uuid]);
+    expect(uuids(await get(`resources=${CPU}:1&root_required=${B}`))).toEqual([p2.uuid]);
+    expect(uuids(await get(`resources=${CPU}:1&in_tree=${p2.uuid}`))).toEqual([p2.uuid]);
+  });
+
+  it("adds up what several groups take from the one provider, and cannot isolate two granular groups", async () => {
+    const CPU = custom("CPU");
+    const p = await d.provider({ inventory: { [CPU]: { total: 4, maxUnit: 3 } } });
+    const both = await get(`resources1=${CPU}:1&resources2=${CPU}:2&group_policy=none`);
+    expect(both.body.allocation_requests).toEqual([
+      { allocations: { [p.uuid]: { resources: { [CPU]: 3 } } }, mappings: { "1": [p.uuid], "2": [p.uuid] } },
+    ]);
+    expect((await get(`resources1=${CPU}:2&resources2=${CPU}:2&group_policy=none`)).body.allocation_requests).toEqual([]);
+    expect((await get(`resources1=${CPU}:1&resources2=${CPU}:1&group_policy=isolate`)).body.allocation_requests).toEqual([]);
+  });
+
+  it("walks providers in batches until the limit is met", async () => {
+    const CPU = custom("CPU");
+    const made = [];
+    for (let i = 0; i < 80; i++) made.push(await d.provider({ inventory: { [CPU]: 2 } }));
+    // Two groups of 1 each fit everywhere except where a prior claim leaves only 1: those are skipped by the merge.
+    for (const p of made.slice(0, 70)) await d.allocate(p, CPU, 1);
+    const res = await get(`resources=${CPU}:1&resources1=${CPU}:1&group_policy=none&limit=5`);
+    expect(uuids(res)).toEqual(made.slice(70, 75).map((p) => p.uuid));
+    expect(Object.keys(res.body.provider_summaries)).toHaveLength(5);
+  });
+
+  it("keeps Placement's rule that a resourceless group needs a trait or aggregate filter", async () => {
+    const [CPU, R] = [custom("CPU"), custom("R")];
+    const p = await d.provider({ inventory: { [CPU]: 2 }, traits: [R] });
+    const res = await get(`resources=${CPU}:1&required_X=${R}&same_subtree=_X`);
+    expect(res.body.allocation_requests).toEqual([{ allocations: { [p.uuid]: { resources: { [CPU]: 1 } } }, mappings: { "": [p.uuid], _X: [p.uuid] } }]);
+  });
+});
