@@ -28,53 +28,84 @@ export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
         { isolationLevel: "repeatable read", accessMode: "read only" },
       );
       setLastModified(c, new Date());
-      return c.json(shape(c, query, result));
+      return c.body(render(c, query, result), 200, { "content-type": "application/json" });
     },
   });
   return app;
 }
 
-/** The response body in one pass over the candidates and the summaries. */
-function shape(c: AppContext, query: CandidatesQuery, r: CandidatesResult) {
+/**
+ * The response body written straight as JSON text in one pass over the
+ * candidates and the summaries: no intermediate objects per candidate, and
+ * each provider's quoted uuid and each class's quoted name made once. For
+ * 1,000 candidates this is several times cheaper than building objects for
+ * JSON.stringify.
+ */
+function render(c: AppContext, query: CandidatesQuery, r: CandidatesResult): string {
   const mv = c.get("microversion");
   const dictForm = mv.atLeast("1.12");
   const withMappings = mv.atLeast("1.34");
-  const allocationRequests = r.candidates.map((cand) => {
-    const byProvider = new Map<string, Record<string, number>>();
+  const quotedUuid = new Map<number, string>();
+  const uuidJson = (id: number) => {
+    let q = quotedUuid.get(id);
+    if (q === undefined) quotedUuid.set(id, (q = JSON.stringify(r.uuidOf(id))));
+    return q;
+  };
+  const quotedClass = new Map<number, string>();
+  const classJson = (id: number) => {
+    let q = quotedClass.get(id);
+    if (q === undefined) quotedClass.set(id, (q = JSON.stringify(r.resourceClassName(id))));
+    return q;
+  };
+
+  const parts: string[] = ['{"allocation_requests":['];
+  r.candidates.forEach((cand, i) => {
+    if (i > 0) parts.push(",");
+    // Resources grouped by provider, providers in order of first appearance.
+    const order: number[] = [];
+    const byProvider = new Map<number, string[]>();
     for (const rr of cand.resources) {
-      const uuid = r.uuidOf(rr.providerId);
-      let res = byProvider.get(uuid);
-      if (!res) byProvider.set(uuid, (res = {}));
-      res[r.resourceClassName(rr.resourceClassId)] = rr.amount;
+      let list = byProvider.get(rr.providerId);
+      if (!list) {
+        byProvider.set(rr.providerId, (list = []));
+        order.push(rr.providerId);
+      }
+      list.push(`${classJson(rr.resourceClassId)}:${rr.amount}`);
     }
     if (!dictForm) {
-      return { allocations: [...byProvider].map(([uuid, resources]) => ({ resource_provider: { uuid }, resources })) };
+      parts.push('{"allocations":[');
+      parts.push(order.map((p) => `{"resource_provider":{"uuid":${uuidJson(p)}},"resources":{${byProvider.get(p)!.join(",")}}}`).join(","));
+      parts.push("]}");
+      return;
     }
-    const allocations: Record<string, { resources: Record<string, number> }> = {};
-    for (const [uuid, resources] of byProvider) allocations[uuid] = { resources };
-    if (!withMappings) return { allocations };
-    const mappings: Record<string, string[]> = {};
-    for (const [suffix, providers] of cand.mappings) mappings[suffix] = providers.map(r.uuidOf);
-    return { allocations, mappings };
+    parts.push('{"allocations":{');
+    parts.push(order.map((p) => `${uuidJson(p)}:{"resources":{${byProvider.get(p)!.join(",")}}}`).join(","));
+    parts.push("}");
+    if (withMappings) {
+      const maps: string[] = [];
+      for (const [suffix, providers] of cand.mappings) maps.push(`${JSON.stringify(suffix)}:[${providers.map(uuidJson).join(",")}]`);
+      parts.push(`,"mappings":{${maps.join(",")}}`);
+    }
+    parts.push("}");
   });
+  parts.push('],"provider_summaries":{');
 
   const withTraits = mv.atLeast("1.17");
   const allClasses = mv.atLeast("1.27");
   const withTree = mv.atLeast("1.29");
   const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
-  const summaries: Record<string, Record<string, unknown>> = {};
-  for (const s of r.summaries) {
-    const resources: Record<string, { capacity: number; used: number }> = {};
-    for (const inv of s.inventories) {
-      if (allClasses || requested.has(inv.resourceClass)) resources[inv.resourceClass] = { capacity: inv.capacity, used: inv.used };
-    }
-    const summary: Record<string, unknown> = { resources };
-    if (withTraits) summary.traits = s.traits;
+  r.summaries.forEach((s, i) => {
+    if (i > 0) parts.push(",");
+    const resources = s.inventories
+      .filter((inv) => allClasses || requested.has(inv.resourceClass))
+      .map((inv) => `${JSON.stringify(inv.resourceClass)}:{"capacity":${inv.capacity},"used":${inv.used}}`);
+    parts.push(`${uuidJson(s.provider.id)}:{"resources":{${resources.join(",")}}`);
+    if (withTraits) parts.push(`,"traits":${JSON.stringify(s.traits)}`);
     if (withTree) {
-      summary.parent_provider_uuid = r.parentUuidOf(s.provider);
-      summary.root_provider_uuid = r.rootUuidOf(s.provider);
+      parts.push(`,"parent_provider_uuid":${JSON.stringify(r.parentUuidOf(s.provider))},"root_provider_uuid":${JSON.stringify(r.rootUuidOf(s.provider))}`);
     }
-    summaries[s.provider.uuid] = summary;
-  }
-  return { allocation_requests: allocationRequests, provider_summaries: summaries };
+    parts.push("}");
+  });
+  parts.push("}}");
+  return parts.join("");
 }
