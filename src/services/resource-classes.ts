@@ -5,7 +5,7 @@
  * database, and a name->id cache would go stale when another process renames
  * or deletes a class.
  */
-import { asc, eq, inArray, sql } from "drizzle-orm";
+import { asc, eq, sql } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { allocations, inventories, resourceClasses } from "../db/schema.js";
 import { badRequest, conflict, notFound } from "../http/errors.js";
@@ -31,16 +31,6 @@ export async function getResourceClass(q: Queryable, name: string): Promise<Reso
   const rc = await findResourceClass(q, name);
   if (!rc) throw notFound(`No such resource class ${name}.`);
   return rc;
-}
-
-/** Ids of the named classes that exist (absent names are simply missing from the map). */
-export async function resourceClassIds(q: Queryable, names: readonly string[]): Promise<Map<string, number>> {
-  if (names.length === 0) return new Map();
-  const rows = await q
-    .select({ id: resourceClasses.id, name: resourceClasses.name })
-    .from(resourceClasses)
-    .where(inArray(resourceClasses.name, [...new Set(names)]));
-  return new Map(rows.map((r) => [r.name, r.id]));
 }
 
 /**

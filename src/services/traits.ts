@@ -4,7 +4,7 @@
  * in trait id (creation) order, the order Placement's results have on its
  * reference database. No in-memory cache: several processes share the table.
  */
-import { and, asc, eq, inArray, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, sql, type SQL } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { resourceProviderTraits, traits } from "../db/schema.js";
 import { badRequest, conflict, notFound } from "../http/errors.js";
@@ -27,10 +27,7 @@ const associatedWithAProvider = sql`EXISTS (SELECT 1 FROM ${resourceProviderTrai
 
 export async function listTraits(q: Queryable, filters: TraitFilters = {}): Promise<TraitRow[]> {
   const conditions: SQL[] = [];
-  if (filters.nameIn) {
-    if (filters.nameIn.length === 0) return [];
-    conditions.push(inArray(traits.name, filters.nameIn));
-  }
+  if (filters.nameIn) conditions.push(sql`${traits.name} = ANY(${sql.param(filters.nameIn)}::text[])`);
   if (filters.prefix !== undefined) conditions.push(sql`starts_with(${traits.name}, ${filters.prefix})`);
   if (filters.associated === true) conditions.push(associatedWithAProvider);
   if (filters.associated === false) conditions.push(sql`NOT ${associatedWithAProvider}`);
@@ -105,18 +102,28 @@ export async function setProviderTraits(
   const provider = await lockProviderByUuid(tx, uuid);
   if (expectedGeneration !== undefined) checkGeneration(provider, expectedGeneration, PROVIDER_TRAITS_GENERATION_CONFLICT);
 
+  // Names and ids travel as one array parameter each, so a body listing
+  // thousands of traits cannot exceed PostgreSQL's limit on bind parameters.
   const wanted = [...new Set(names)];
   const found =
     wanted.length === 0
       ? []
-      : await tx.select().from(traits).where(inArray(traits.name, wanted)).orderBy(asc(traits.id)).for("key share");
+      : await tx
+          .select()
+          .from(traits)
+          .where(sql`${traits.name} = ANY(${sql.param(wanted)}::text[])`)
+          .orderBy(asc(traits.id))
+          .for("key share");
   const known = new Set(found.map((t) => t.name));
   const missing = wanted.filter((n) => !known.has(n));
   if (missing.length > 0) throw badRequest(`No such trait ${missing.join(", ")}`);
 
   await tx.delete(resourceProviderTraits).where(eq(resourceProviderTraits.resourceProviderId, provider.id));
   if (found.length > 0) {
-    await tx.insert(resourceProviderTraits).values(found.map((t) => ({ resourceProviderId: provider.id, traitId: t.id })));
+    const ids = found.map((t) => t.id);
+    await tx.execute(
+      sql`INSERT INTO ${resourceProviderTraits} (resource_provider_id, trait_id) SELECT ${provider.id}, unnest(${sql.param(ids)}::int[])`,
+    );
   }
   const generation = await bumpProviderGeneration(tx, provider.id);
   return { provider, traits: found, generation };

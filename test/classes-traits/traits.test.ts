@@ -258,3 +258,14 @@ describe("/resource_providers/{uuid}/traits", () => {
     }
   });
 });
+
+describe("large bodies", () => {
+  it("answers a PUT naming tens of thousands of unknown traits with a 400, not a database error", async () => {
+    const rp = await createProvider();
+    const many = Array.from({ length: 70000 }, (_, i) => `CUSTOM_MANY_${i}`);
+    const res = await t.request("PUT", `/resource_providers/${rp}/traits`, { version: "1.6", body: { traits: many, resource_provider_generation: 0 } });
+    expect(res.status).toBe(400);
+    expect(res.body.errors[0].detail).toContain("No such trait CUSTOM_MANY_0, CUSTOM_MANY_1");
+    expect(await generationOf(rp)).toBe(0);
+  });
+});
