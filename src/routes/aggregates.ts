@@ -6,7 +6,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
-import { readJsonBody } from "../http/body.js";
+import { readJsonBody, requireJsonContent } from "../http/body.js";
 import { zInteger } from "../http/json-types.js";
 import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
 import { setLastModified } from "../http/last-modified.js";
@@ -48,6 +48,8 @@ export function aggregateRoutes(deps: AppDeps): Hono<AppEnv> {
     },
 
     PUT: async (c) => {
+      // As Placement's decorators: content type, then microversion, then policy.
+      requireJsonContent(c);
       requireMicroversion(c, "1.1");
       authorize(c, "placement:resource_providers:aggregates:update");
       const uuid = c.req.param("uuid");

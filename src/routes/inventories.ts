@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
-import { readJsonBody } from "../http/body.js";
+import { readJsonBody, requireJsonContent } from "../http/body.js";
 import { zInteger } from "../http/json-types.js";
 import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
@@ -112,6 +112,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
     },
 
     POST: async (c) => {
+      requireJsonContent(c);
       authorize(c, "placement:resource_providers:inventories:create");
       const uuid = c.req.param("uuid");
       await getProviderByUuid(db, uuid);
@@ -123,6 +124,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
     },
 
     PUT: async (c) => {
+      requireJsonContent(c);
       authorize(c, "placement:resource_providers:inventories:update");
       const uuid = c.req.param("uuid");
       // Placement looks the provider up before it reads the body: 404 wins over 400.
@@ -159,6 +161,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
     },
 
     PUT: async (c) => {
+      requireJsonContent(c);
       authorize(c, "placement:resource_providers:inventories:update");
       const uuid = c.req.param("uuid");
       const rc = c.req.param("resource_class");

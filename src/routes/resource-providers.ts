@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
-import { readJsonBody } from "../http/body.js";
+import { readJsonBody, requireJsonContent } from "../http/body.js";
 import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute } from "../http/routing.js";
@@ -101,6 +101,7 @@ export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
     },
 
     POST: async (c) => {
+      requireJsonContent(c);
       authorize(c, "placement:resource_providers:create");
       const mv = c.get("microversion");
       const body: z.output<typeof POST_PROVIDER_V1_14> = await readJsonBody(c, mv.atLeast("1.14") ? POST_PROVIDER_V1_14 : POST_PROVIDER);
@@ -133,6 +134,7 @@ export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
       return c.body(null, 204);
     },
     PUT: async (c) => {
+      requireJsonContent(c);
       authorize(c, "placement:resource_providers:update");
       const uuid = c.req.param("uuid");
       const mv = c.get("microversion");

@@ -146,8 +146,11 @@ describe("PUT /resource_providers/{uuid}", () => {
     }
   });
 
-  it("answers 404 before looking at the body", async () => {
-    const res = await t.request("PUT", `/resource_providers/${randomUUID()}`, { body: { bogus: true } });
+  it("checks the content type first, then the provider (404), then the body", async () => {
+    const ghost = `/resource_providers/${randomUUID()}`;
+    const noBody = await t.request("PUT", ghost);
+    expectError(noBody, 415, "The media type None is not supported, use application/json");
+    const res = await t.request("PUT", ghost, { body: { bogus: true } });
     expect(res.status).toBe(404);
   });
 });

@@ -9,7 +9,8 @@ import { generationOf, makeProvider } from "./support.js";
 
 let t: Harness;
 beforeAll(async () => {
-  t = await startHarness({ poolSize: 40 });
+  // Enough connections for real parallelism, few enough to leave room for other test files on the same server.
+  t = await startHarness({ poolSize: 24 });
 });
 afterAll(async () => t.close());
 
