@@ -22,7 +22,7 @@
 import { sql } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { badRequest, conflict } from "../http/errors.js";
-import { consumerGenerationConflict, deleteConsumersWithoutAllocations, lockConsumers, resolveOwners, upsertConsumers } from "./consumers.js";
+import { consumerGenerationConflict, deleteConsumersWithoutAllocations, lockConsumers, upsertConsumers } from "./consumers.js";
 
 /** Amounts by resource class name. */
 export type Resources = Record<string, number>;
@@ -69,26 +69,23 @@ type InventoryUsage = {
   used: number;
 }
 
+type Wanted = { consumerId: number; providerId: number; providerUuid: string; className: string; classId: number; used: number };
+
 /**
  * Replaces the allocations of every consumer in `writes`, all or nothing,
  * inside the caller's transaction. Consumers left without allocations are
  * deleted. Throws Placement's 400/409 errors, or ResourceClassNotFound.
+ * A claim for a new consumer takes four statements: consumers, providers,
+ * (capacity + write), and the transaction's BEGIN/COMMIT around them.
  */
 export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAllocations[]): Promise<void> {
   if (writes.length === 0) return;
-  const owners = await resolveOwners(tx, {
-    projects: [...new Set(writes.map((w) => w.projectId))],
-    users: [...new Set(writes.map((w) => w.userId))],
-    types: [...new Set(writes.flatMap((w) => (w.consumerType === undefined ? [] : [w.consumerType])))],
-  });
-  const wantedOwners = writes.map((w) => ({
-    projectId: owners.projects.get(w.projectId)!,
-    userId: owners.users.get(w.userId)!,
-    consumerTypeId: w.consumerType === undefined ? null : owners.types.get(w.consumerType)!,
-  }));
 
-  // 1. Consumers: get or create, and lock, in one statement.
-  const locked = await upsertConsumers(tx, writes.map((w, i) => ({ uuid: w.consumerUuid, ...wantedOwners[i] })));
+  // 1. Consumers: get or create, set their owners, and lock them, in one statement.
+  const locked = await upsertConsumers(
+    tx,
+    writes.map((w) => ({ uuid: w.consumerUuid, project: w.projectId, user: w.userId, type: w.consumerType })),
+  );
   // Generation checks in request order, so the first stale consumer is the one reported, as in Placement.
   const rows = writes.map((w) => {
     const row = locked.get(w.consumerUuid);
@@ -100,16 +97,17 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
     return row;
   });
 
-  // 2. Providers. Those named in the request, plus those a consumer being
-  // emptied holds allocations on (Placement counts those as written too).
-  const emptied = rows.filter((_, i) => Object.keys(writes[i].allocations).length === 0).map((r) => r.id);
+  // 2. Providers: those named in the request, plus those a consumer being
+  // emptied holds allocations on (Placement counts those as written too);
+  // and the resource classes, all resolved before any capacity check
+  // (Placement's order), in the same round trip.
+  const emptied = rows.filter((_, i) => Object.keys(writes[i].allocations).length === 0);
   const requestedUuids = [...new Set(writes.flatMap((w) => Object.keys(w.allocations)))];
-  // 3. Resource classes, all resolved before any capacity check (Placement's order), in the same round trip.
   const classNames = [...new Set(writes.flatMap((w) => Object.values(w.allocations).flatMap((r) => Object.keys(r))))];
   const { providers, classIds } = await lockProvidersAndResolveClasses(
     tx,
     requestedUuids,
-    emptied.filter((id) => !rows.find((r) => r.id === id)!.created),
+    emptied.filter((r) => !r.created).map((r) => r.id),
     classNames,
   );
   const providerByUuid = new Map(providers.map((p) => [p.uuid, p]));
@@ -118,12 +116,12 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
   }
   for (const name of classNames) if (!classIds.has(name)) throw new ResourceClassNotFound(name);
 
-  // 4. Clean slate for these consumers (a consumer created just now has
-  // nothing to remove), then check what is asked for against what everyone
-  // else holds, as committed right now.
+  // 3. Clean slate for these consumers (a consumer created just now has nothing to remove).
   const existing = rows.filter((r) => !r.created).map((r) => r.id);
   if (existing.length > 0) await tx.execute(sql`DELETE FROM allocations WHERE consumer_id = ANY(${sql.param(existing)}::int[])`);
-  const wanted: Array<{ consumerId: number; providerId: number; providerUuid: string; className: string; classId: number; used: number }> = [];
+
+  // 4. Check against what everyone else holds, as committed now, and write.
+  const wanted: Wanted[] = [];
   writes.forEach((w, i) => {
     for (const [providerUuid, resources] of Object.entries(w.allocations)) {
       const providerId = providerByUuid.get(providerUuid)!.id;
@@ -132,25 +130,8 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
       }
     }
   });
-  await checkCapacity(tx, wanted, classIds);
-
-  // 5. Write the allocations and bump every provider and consumer written, in one statement.
-  await tx.execute(sql`
-    WITH inserted AS (
-      INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
-      SELECT * FROM unnest(${sql.param(wanted.map((a) => a.consumerId))}::int[], ${sql.param(wanted.map((a) => a.providerId))}::int[],
-                           ${sql.param(wanted.map((a) => a.classId))}::int[], ${sql.param(wanted.map((a) => a.used))}::int[])
-    ), providers AS (
-      UPDATE resource_providers SET generation = generation + 1, updated_at = now()
-      WHERE id = ANY(${sql.param(providers.map((p) => p.id))}::int[])
-    )
-    UPDATE consumers c SET generation = c.generation + 1, project_id = u.project_id, user_id = u.user_id,
-           consumer_type_id = COALESCE(u.consumer_type_id, c.consumer_type_id), updated_at = now()
-    FROM unnest(${sql.param(rows.map((r) => r.id))}::int[], ${sql.param(wantedOwners.map((o) => o.projectId))}::int[],
-                ${sql.param(wantedOwners.map((o) => o.userId))}::int[], ${sql.param(wantedOwners.map((o) => o.consumerTypeId))}::int[])
-         AS u(id, project_id, user_id, consumer_type_id)
-    WHERE c.id = u.id`);
-  await deleteConsumersWithoutAllocations(tx, emptied);
+  await writeWithinCapacity(tx, wanted, classIds, providers, rows);
+  if (emptied.length > 0) await deleteConsumersWithoutAllocations(tx, emptied.map((r) => r.id));
 }
 
 /**
@@ -181,29 +162,70 @@ async function lockProvidersAndResolveClasses(
 }
 
 /**
+ * One statement (a separate one from the lock, so its snapshot includes
+ * everything committed before we got the locks): read the inventories and
+ * committed usage involved, and only if the capacity rule holds, insert the
+ * allocations and bump the generations of the providers and consumers
+ * written. The rule is evaluated twice: in SQL as the guard of the write,
+ * and in checkCapacity on the rows read, which words the 409 and is the
+ * authority (a disagreement between the two is a bug and fails loudly).
+ */
+async function writeWithinCapacity(
+  tx: Tx,
+  wanted: readonly Wanted[],
+  classIds: Map<string, number>,
+  providers: readonly ProviderLock[],
+  consumers: ReadonlyArray<{ id: number }>,
+): Promise<void> {
+  const res = await tx.execute<InventoryUsage & { ok: boolean }>(sql`
+    WITH req AS (
+      SELECT * FROM unnest(${sql.param(wanted.map((a) => a.consumerId))}::int[], ${sql.param(wanted.map((a) => a.providerId))}::int[],
+                           ${sql.param(wanted.map((a) => a.classId))}::int[], ${sql.param(wanted.map((a) => a.used))}::bigint[])
+             AS r(consumer_id, provider_id, class_id, used)
+    ), inv AS (
+      SELECT i.resource_provider_id, i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio,
+             COALESCE((SELECT SUM(a.used) FROM allocations a
+                       WHERE a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id), 0)::bigint AS used
+      FROM inventories i
+      WHERE i.resource_provider_id IN (SELECT provider_id FROM req) AND i.resource_class_id = ANY(${sql.param([...classIds.values()])}::int[])
+    ), verdict AS (
+      SELECT NOT EXISTS (
+               SELECT 1 FROM req r LEFT JOIN inv ON inv.resource_provider_id = r.provider_id AND inv.resource_class_id = r.class_id
+               WHERE inv.resource_provider_id IS NULL OR r.used < inv.min_unit OR r.used > inv.max_unit OR r.used % inv.step_size <> 0)
+         AND NOT EXISTS (
+               SELECT 1 FROM (SELECT provider_id, class_id, SUM(used) AS asked FROM req GROUP BY provider_id, class_id) g
+               JOIN inv ON inv.resource_provider_id = g.provider_id AND inv.resource_class_id = g.class_id
+               WHERE (inv.total - inv.reserved) * inv.allocation_ratio < inv.used + g.asked) AS ok
+    ), inserted AS (
+      INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
+      -- Amounts arrive as bigint so an absurd one is refused by the rule, not by an integer overflow;
+      -- what passes the rule is at most max_unit and fits the column.
+      SELECT consumer_id, provider_id, class_id, used::int FROM req WHERE (SELECT ok FROM verdict)
+    ), bumped_providers AS (
+      UPDATE resource_providers SET generation = generation + 1, updated_at = now()
+      WHERE id = ANY(${sql.param(providers.map((p) => p.id))}::int[]) AND (SELECT ok FROM verdict)
+    ), bumped_consumers AS (
+      UPDATE consumers SET generation = generation + 1, updated_at = now()
+      WHERE id = ANY(${sql.param(consumers.map((c) => c.id))}::int[]) AND (SELECT ok FROM verdict)
+    )
+    SELECT v.ok, inv.resource_provider_id AS "providerId", inv.resource_class_id AS "classId", inv.total, inv.reserved,
+           inv.min_unit AS "minUnit", inv.max_unit AS "maxUnit", inv.step_size AS "stepSize",
+           inv.allocation_ratio AS "allocationRatio", inv.used
+    FROM verdict v LEFT JOIN inv ON true`);
+  checkCapacity(wanted, classIds, res.rows.filter((r) => r.providerId !== null));
+  if (!res.rows[0]?.ok) throw new Error("capacity check in SQL refused a write the capacity rule allows");
+}
+
+/**
  * Placement's capacity rule, with its messages: every provider needs
  * inventory of the class, each amount within min_unit..max_unit and a
  * multiple of step_size, and usage + the request's total per provider and
  * class <= (total - reserved) * allocation_ratio.
  */
-async function checkCapacity(
-  tx: Tx,
-  wanted: ReadonlyArray<{ providerId: number; providerUuid: string; className: string; classId: number; used: number }>,
-  classIds: Map<string, number>,
-): Promise<void> {
+function checkCapacity(wanted: readonly Wanted[], classIds: Map<string, number>, rows: readonly InventoryUsage[]): void {
   if (wanted.length === 0) return;
-  const providerIds = [...new Set(wanted.map((a) => a.providerId))];
-  const res = await tx.execute<InventoryUsage>(sql`
-    SELECT i.resource_provider_id AS "providerId", i.resource_class_id AS "classId", i.total, i.reserved,
-           i.min_unit AS "minUnit", i.max_unit AS "maxUnit", i.step_size AS "stepSize", i.allocation_ratio AS "allocationRatio",
-           COALESCE((SELECT SUM(a.used) FROM allocations a
-                     WHERE a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id), 0)::bigint AS used
-    FROM inventories i
-    WHERE i.resource_provider_id = ANY(${sql.param(providerIds)}::int[])
-      AND i.resource_class_id = ANY(${sql.param([...classIds.values()])}::int[])`);
-  const inventory = new Map(res.rows.map((r) => [`${r.providerId}:${r.classId}`, r]));
-
-  const withoutAny = [...new Set(wanted.filter((a) => !res.rows.some((r) => r.providerId === a.providerId)).map((a) => a.providerUuid))];
+  const inventory = new Map(rows.map((r) => [`${r.providerId}:${r.classId}`, r]));
+  const withoutAny = [...new Set(wanted.filter((a) => !rows.some((r) => r.providerId === a.providerId)).map((a) => a.providerUuid))];
   if (withoutAny.length > 0) {
     const classes = [...classIds.entries()].sort((a, b) => a[1] - b[1]).map(([name]) => name);
     throw unableToAllocate(`Inventory for '${classes.join(", ")}' on resource provider '${withoutAny.join(", ")}' invalid.`);

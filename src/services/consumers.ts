@@ -7,7 +7,7 @@
  * abort the whole transaction in PostgreSQL) and read back afterwards.
  */
 import { sql } from "drizzle-orm";
-import type { Queryable, Tx } from "../db/database.js";
+import type { Tx } from "../db/database.js";
 import { conflict, ErrorCode } from "../http/errors.js";
 
 export type ConsumerRow = {
@@ -51,32 +51,6 @@ export async function getOrCreateNamed(tx: Tx, table: NamedTable, names: readonl
   return ids;
 }
 
-/**
- * getOrCreateNamed for projects, users and consumer types at once: one
- * read for the usual case where all of them exist already.
- */
-export async function resolveOwners(
-  tx: Tx,
-  wanted: { projects: readonly string[]; users: readonly string[]; types: readonly string[] },
-): Promise<{ projects: Map<string, number>; users: Map<string, number>; types: Map<string, number> }> {
-  const res = await tx.execute<{ t: "p" | "u" | "c"; id: number; name: string }>(sql`
-    SELECT 'p' AS t, id, external_id AS name FROM projects WHERE external_id = ANY(${sql.param([...wanted.projects])}::text[])
-    UNION ALL SELECT 'u', id, external_id FROM users WHERE external_id = ANY(${sql.param([...wanted.users])}::text[])
-    UNION ALL SELECT 'c', id, name FROM consumer_types WHERE name = ANY(${sql.param([...wanted.types])}::text[])`);
-  const found = { p: new Map<string, number>(), u: new Map<string, number>(), c: new Map<string, number>() };
-  for (const r of res.rows) found[r.t].set(r.name, r.id);
-  const complete = async (table: NamedTable, names: readonly string[], have: Map<string, number>) => {
-    const missing = names.filter((n) => !have.has(n));
-    if (missing.length > 0) for (const [n, id] of await getOrCreateNamed(tx, table, missing)) have.set(n, id);
-    return have;
-  };
-  return {
-    projects: await complete("projects", wanted.projects, found.p),
-    users: await complete("users", wanted.users, found.u),
-    types: await complete("consumer_types", wanted.types, found.c),
-  };
-}
-
 const CONSUMER_COLUMNS = sql`id, uuid, generation, project_id AS "projectId", user_id AS "userId", consumer_type_id AS "consumerTypeId"`;
 
 /**
@@ -96,32 +70,59 @@ export async function lockConsumers(tx: Tx, uuids: readonly string[]): Promise<M
   return found;
 }
 
-export interface NewConsumer {
+export interface ConsumerOwner {
   uuid: string;
-  projectId: number;
-  userId: number;
-  consumerTypeId: number | null;
+  /** Project and user external ids. */
+  project: string;
+  user: string;
+  /** Type name; undefined keeps the stored type (NULL for a new consumer). */
+  type?: string;
 }
 
+export type LockedConsumer = ConsumerRow & { created: boolean };
+
 /**
- * Gets or creates and locks the consumers in one statement. A new one is
- * inserted with generation 0; an existing one (also one a concurrent writer
- * created first: ON CONFLICT waits for that writer) is locked by the no-op
- * DO UPDATE, which takes the same row lock as SELECT ... FOR UPDATE and
- * returns the row as committed. Rows go in uuid order, the global order.
- * `created` tells which rows this statement inserted (xmax is 0 only there).
+ * Gets or creates and locks the consumers, and sets their project, user and
+ * type, in one statement: a new one is inserted with generation 0; an
+ * existing one (also one a concurrent writer created first: ON CONFLICT
+ * waits for that writer) is locked by DO UPDATE, which takes the same row
+ * lock as SELECT ... FOR UPDATE and returns the committed generation. Rows
+ * go in uuid order, the global consumer lock order. `created` tells which
+ * rows this statement inserted (xmax is 0 only there).
+ *
+ * Projects, users and types are joined by name; the first time one is seen
+ * it does not exist yet, its consumers are left out by the join, and they
+ * are written again after the missing names are created.
  */
-export async function upsertConsumers(tx: Tx, consumers: readonly NewConsumer[]): Promise<Map<string, ConsumerRow & { created: boolean }>> {
-  const rows = new Map<string, ConsumerRow & { created: boolean }>();
+export async function upsertConsumers(tx: Tx, consumers: readonly ConsumerOwner[]): Promise<Map<string, LockedConsumer>> {
+  const rows = await upsertWithKnownOwners(tx, consumers);
+  const missing = consumers.filter((c) => !rows.has(c.uuid));
+  if (missing.length > 0) {
+    await getOrCreateNamed(tx, "projects", missing.map((c) => c.project));
+    await getOrCreateNamed(tx, "users", missing.map((c) => c.user));
+    await getOrCreateNamed(tx, "consumer_types", missing.flatMap((c) => (c.type === undefined ? [] : [c.type])));
+    for (const [uuid, row] of await upsertWithKnownOwners(tx, missing)) rows.set(uuid, row);
+  }
+  return rows;
+}
+
+async function upsertWithKnownOwners(tx: Tx, consumers: readonly ConsumerOwner[]): Promise<Map<string, LockedConsumer>> {
+  const rows = new Map<string, LockedConsumer>();
   if (consumers.length === 0) return rows;
   const sorted = [...consumers].sort((a, b) => (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0));
-  const res = await tx.execute<ConsumerRow & { created: boolean }>(sql`
+  const res = await tx.execute<LockedConsumer>(sql`
     INSERT INTO consumers AS c (uuid, project_id, user_id, consumer_type_id, generation)
-    SELECT u, p, us, t, 0 FROM unnest(${sql.param(sorted.map((c) => c.uuid))}::text[], ${sql.param(sorted.map((c) => c.projectId))}::int[],
-                                      ${sql.param(sorted.map((c) => c.userId))}::int[], ${sql.param(sorted.map((c) => c.consumerTypeId))}::int[])
-                       WITH ORDINALITY AS x(u, p, us, t, n)
-    ORDER BY n
-    ON CONFLICT (uuid) DO UPDATE SET uuid = c.uuid
+    SELECT x.uuid, p.id, u.id, ct.id, 0
+    FROM unnest(${sql.param(sorted.map((c) => c.uuid))}::text[], ${sql.param(sorted.map((c) => c.project))}::text[],
+                ${sql.param(sorted.map((c) => c.user))}::text[], ${sql.param(sorted.map((c) => c.type ?? null))}::text[])
+         WITH ORDINALITY AS x(uuid, project, usr, type, n)
+    JOIN projects p ON p.external_id = x.project
+    JOIN users u ON u.external_id = x.usr
+    LEFT JOIN consumer_types ct ON ct.name = x.type
+    WHERE x.type IS NULL OR ct.id IS NOT NULL
+    ORDER BY x.n
+    ON CONFLICT (uuid) DO UPDATE SET project_id = EXCLUDED.project_id, user_id = EXCLUDED.user_id,
+       consumer_type_id = COALESCE(EXCLUDED.consumer_type_id, c.consumer_type_id)
     RETURNING ${CONSUMER_COLUMNS}, (c.xmax = 0) AS created`);
   for (const r of res.rows) rows.set(r.uuid, r);
   return rows;
@@ -141,16 +142,4 @@ export async function deleteConsumersWithoutAllocations(tx: Tx, ids: readonly nu
   await tx.execute(sql`
     DELETE FROM consumers c WHERE c.id = ANY(${sql.param([...ids])}::int[])
       AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)`);
-}
-
-/** The consumer's project and user external ids and type name (NULL type for consumers written before 1.38). */
-export async function describeConsumer(
-  q: Queryable,
-  consumerId: number,
-): Promise<{ projectId: string; userId: string; consumerType: string | null; generation: number }> {
-  const res = await q.execute<{ projectId: string; userId: string; consumerType: string | null; generation: number }>(sql`
-    SELECT p.external_id AS "projectId", u.external_id AS "userId", ct.name AS "consumerType", c.generation
-    FROM consumers c JOIN projects p ON p.id = c.project_id JOIN users u ON u.id = c.user_id
-    LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id WHERE c.id = ${consumerId}`);
-  return res.rows[0];
 }
