@@ -4,7 +4,7 @@
  */
 import { Hono } from "hono";
 import type { AppDeps, AppEnv } from "./http/context.js";
-import { PlacementError, renderError, statusTitle } from "./http/errors.js";
+import { badInputFromDatabase, PlacementError, renderError, statusTitle } from "./http/errors.js";
 import { authMiddleware, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
 import { createPolicyEnforcer } from "./auth/policy.js";
 import { rootRoutes } from "./routes/root.js";
@@ -55,7 +55,9 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   app.onError((err, c) => {
     const placementError =
-      err instanceof PlacementError ? err : internalError(err, deps, c.get("requestId"), c.req.method, c.req.path);
+      err instanceof PlacementError
+        ? err
+        : (badInputFromDatabase(err) ?? internalError(err, deps, c.get("requestId"), c.req.method, c.req.path));
     const version = c.get("microversion");
     const includeCode = version ? version.atLeast("1.23") : false;
     const headers: Record<string, string> = { ...placementError.headers };

@@ -6,6 +6,7 @@
  * HTTP. Unknown exceptions become a 500 whose detail says nothing internal.
  */
 
+import { BAD_INPUT_SQLSTATES, sqlState } from "../db/sql-state.js";
 import { bestMatch } from "./accept.js";
 
 /** Stable error codes. Clients match on these strings: do not change them. */
@@ -142,4 +143,11 @@ export function renderError(
 
 function escapeHtml(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+/** A 400 for a database error that bad client input caused (see BAD_INPUT_SQLSTATES); undefined for any other error. */
+export function badInputFromDatabase(err: unknown): PlacementError | undefined {
+  const state = sqlState(err);
+  const message = state ? BAD_INPUT_SQLSTATES[state] : undefined;
+  return message ? badRequest(message) : undefined;
 }

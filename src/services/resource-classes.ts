@@ -7,6 +7,7 @@
  */
 import { asc, eq, sql } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
+import { sqlState } from "../db/sql-state.js";
 import { allocations, inventories, resourceClasses } from "../db/schema.js";
 import { badRequest, conflict, notFound } from "../http/errors.js";
 
@@ -96,15 +97,4 @@ export async function deleteResourceClass(tx: Tx, name: string): Promise<void> {
     throw conflict(`Error in delete resource class: Cannot delete resource class ${name}. Class is in use in inventory.`);
   }
   await tx.delete(resourceClasses).where(eq(resourceClasses.id, rc.id));
-}
-
-/** The SQLSTATE of a database error, looking through drizzle's wrapping. */
-export function sqlState(err: unknown): string | undefined {
-  let e: unknown = err;
-  for (let depth = 0; e && depth < 5; depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
 }

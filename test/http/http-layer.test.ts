@@ -131,6 +131,17 @@ describe("routing", () => {
   });
 });
 
+describe("values the database cannot store", () => {
+  it("answers a NUL character in a path or a body with a 400, not a 500", async () => {
+    const inPath = await t.request("GET", "/resource_classes/CUSTOM_%00");
+    expect(inPath.status).toBe(400);
+    expect(inPath.body.errors[0].detail).toContain("cannot be stored");
+    const inBody = await t.request("POST", "/resource_providers", { body: { name: "nul\u0000name" } });
+    expect(inBody.status).toBe(400);
+    expect(await t.sql("SELECT 1 FROM resource_providers WHERE name LIKE 'nul%'")).toHaveLength(0);
+  });
+});
+
 describe("errors and request ids", () => {
   it("puts the request id in the header and the error, and the code from 1.23", async () => {
     const old = await t.request("GET", "/barnabas", { version: "1.22" });
