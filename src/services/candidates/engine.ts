@@ -118,7 +118,7 @@ export async function findCandidates(tx: Queryable, query: CandidatesQuery, opts
   if (!names.hasTrees && !names.hasSharing) {
     const flat = planFlat(tx, query, names, treeRoots);
     if (!flat) return emptyResult(rcNames);
-    return generate(tx, query, opts, { ...flat, preload: [], trees: false, rootOf: () => undefined, isSharing: () => false }, rcNames);
+    return generate(tx, query, opts, { ...flat, preload: [], trees: false, rootOf: () => undefined, isSharing: () => false, onePerAnchor: true }, rcNames);
   }
   const result = await plan(tx, query, names, treeRoots);
   if (result === EMPTY) return emptyResult(rcNames);
@@ -300,6 +300,8 @@ interface AnchorSource {
   trees: boolean;
   rootOf(providerId: number): number | undefined;
   isSharing(providerId: number): boolean;
+  /** Every anchor yields at most one candidate (flat trees), so batches can be sized from the limit alone. */
+  onePerAnchor: boolean;
 }
 
 function generalSource(planned: Planned): AnchorSource {
@@ -320,6 +322,7 @@ function generalSource(planned: Planned): AnchorSource {
     trees: planned.trees,
     rootOf: (id) => planned.rootOf.get(id),
     isSharing: planned.isSharing,
+    onePerAnchor: false,
   };
 }
 
@@ -396,12 +399,19 @@ async function generate(
     const anchors = await source.next(0, undefined);
     await run(opts.randomize ? shuffle(anchors) : anchors);
   } else {
-    // Depth-first under a limit: trees in id order, in batches that grow, until enough candidates.
+    // Depth-first under a limit: trees in id order, in batches sized from the candidates per tree seen
+    // so far (a flat tree gives at most one), until enough candidates.
     let afterId = 0;
-    for (let batch = Math.max(64, Math.ceil(cap * 1.1)); ; batch *= 4) {
+    let seenAnchors = 0;
+    let batch = source.onePerAnchor ? Math.ceil(cap * 1.1) : Math.min(Math.ceil(cap * 1.1), 64);
+    for (;;) {
       const anchors = await source.next(afterId, batch);
       if (anchors.length === 0 || (await run(anchors))) break;
       afterId = anchors[anchors.length - 1];
+      seenAnchors += anchors.length;
+      const perAnchor = out.length / seenAnchors;
+      const needed = perAnchor > 0 ? Math.ceil(((cap - out.length) / perAnchor) * 1.2) : batch * 4;
+      batch = Math.max(32, Math.min(needed, batch * 8));
     }
   }
   if (opts.randomize) shuffle(out);
