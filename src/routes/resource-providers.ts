@@ -27,7 +27,9 @@ import {
 import { randomUUID } from "node:crypto";
 
 // Request bodies, one schema per microversion, each built from the previous one.
-const POST_PROVIDER = z.strictObject({ name: z.string().max(200), uuid: zUuid().optional() });
+/** PostgreSQL cannot store NUL in text: refusing it here keeps such a name a 400, not a 500. */
+const PROVIDER_NAME = z.string().max(200).regex(/^[^\u0000]*$/);
+const POST_PROVIDER = z.strictObject({ name: PROVIDER_NAME, uuid: zUuid().optional() });
 /** 1.14: a provider may be created under a parent. */
 const POST_PROVIDER_V1_14 = POST_PROVIDER.extend({ parent_provider_uuid: z.union([zUuid(), z.null()]).optional() });
 const PUT_PROVIDER = POST_PROVIDER.omit({ uuid: true });

@@ -12,7 +12,7 @@ import { and, asc, eq, inArray } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { allocations, inventories, resourceClasses } from "../db/schema.js";
 import { badRequest, conflict, ErrorCode, notFound, type PlacementError } from "../http/errors.js";
-import { bumpProviderGeneration, checkGeneration, lockProviderByUuid, type ProviderRow } from "./providers.js";
+import { bumpProviderGeneration, canBeStored, checkGeneration, lockProviderByUuid, type ProviderRow } from "./providers.js";
 
 /** Largest value of an integer inventory field (a signed 32-bit column). */
 export const MAX_INT = 2147483647;
@@ -102,7 +102,9 @@ async function classesInUse(tx: Tx, providerId: number, classIds: number[]): Pro
   return rows.map((r) => r.name);
 }
 
-async function classIdsByName(q: Queryable, names: string[]): Promise<Map<string, number>> {
+async function classIdsByName(q: Queryable, wanted: string[]): Promise<Map<string, number>> {
+  // A name PostgreSQL cannot store (NUL) names no class: leave it out rather than fail the query.
+  const names = wanted.filter(canBeStored);
   if (names.length === 0) return new Map();
   const rows = await q
     .select({ id: resourceClasses.id, name: resourceClasses.name })

@@ -16,7 +16,18 @@ export function providerNotFound(uuid: string, suffix = ""): PlacementError {
   return notFound(`No resource provider with uuid ${uuid} found${suffix}`);
 }
 
+/**
+ * PostgreSQL text cannot hold NUL, so comparing with a string that has one
+ * is an error, not a miss. No stored provider can match such a string: the
+ * lookups answer "not found" instead of letting a path like
+ * /resource_providers/a%00b become a 500.
+ */
+export function canBeStored(value: string): boolean {
+  return !value.includes("\u0000");
+}
+
 export async function findProviderByUuid(q: Queryable, uuid: string): Promise<ProviderRow | undefined> {
+  if (!canBeStored(uuid)) return undefined;
   const rows = await q.select().from(resourceProviders).where(eq(resourceProviders.uuid, uuid)).limit(1);
   return rows[0];
 }
@@ -50,6 +61,7 @@ export async function lockProvidersForUpdate(tx: Tx, ids: readonly number[]): Pr
 
 /** Looks a provider up by uuid and locks its row (404 when it does not exist). */
 export async function lockProviderByUuid(tx: Tx, uuid: string): Promise<ProviderRow> {
+  if (!canBeStored(uuid)) throw providerNotFound(uuid);
   const rows = await tx.select().from(resourceProviders).where(eq(resourceProviders.uuid, uuid)).for("no key update");
   if (!rows[0]) throw providerNotFound(uuid);
   return rows[0];
@@ -133,6 +145,7 @@ function selectViews(q: Queryable) {
 
 /** Providers matching `filters`, in creation (id) order as Placement returns them. */
 export async function listProviders(q: Queryable, filters: ProviderFilters): Promise<ProviderView[]> {
+  if (![filters.name, filters.uuid, filters.inTree].every((v) => v === undefined || canBeStored(v))) return [];
   const conditions: SQL[] = [...(filters.conditions ?? [])];
   if (filters.name !== undefined) conditions.push(eq(resourceProviders.name, filters.name));
   if (filters.uuid !== undefined) conditions.push(eq(resourceProviders.uuid, filters.uuid));
@@ -147,7 +160,7 @@ export async function listProviders(q: Queryable, filters: ProviderFilters): Pro
 }
 
 export async function getProviderView(q: Queryable, uuid: string, notFoundSuffix = ""): Promise<ProviderView> {
-  const rows = await selectViews(q).where(eq(resourceProviders.uuid, uuid));
+  const rows = canBeStored(uuid) ? await selectViews(q).where(eq(resourceProviders.uuid, uuid)) : [];
   if (!rows[0]) throw providerNotFound(uuid, notFoundSuffix);
   return rows[0];
 }
@@ -338,7 +351,7 @@ async function subtreeIds(q: Queryable, id: number): Promise<number[]> {
  * provider with children or allocations stays (409), as in Placement.
  */
 export async function deleteProvider(tx: Tx, uuid: string): Promise<void> {
-  const rows = await tx.select().from(resourceProviders).where(eq(resourceProviders.uuid, uuid)).for("update");
+  const rows = canBeStored(uuid) ? await tx.select().from(resourceProviders).where(eq(resourceProviders.uuid, uuid)).for("update") : [];
   const me = rows[0];
   if (!me) throw providerNotFound(uuid, " for delete");
   const cannotDeleteParent = () =>

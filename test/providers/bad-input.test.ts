@@ -54,6 +54,11 @@ const cases: Case[] = [
   { name: "parent that does not exist", method: "PUT", path: () => `/resource_providers/${rp}`, body: () => ({ name: `rp-${rp}`, parent_provider_uuid: randomUUID() }), status: 400, detail: "parent provider UUID does not exist." },
   { name: "list with a bad uuid", method: "GET", path: () => "/resource_providers?uuid=spameggs", status: 400, detail: "Invalid query string parameters" },
   { name: "list with an unknown filter", method: "GET", path: () => "/resource_providers?spam=eggs", status: 400, detail: "Invalid query string parameters" },
+  { name: "NUL in a name", method: "POST", path: () => "/resource_providers", body: () => ({ name: "a\u0000b" }), status: 400, detail: "JSON does not validate" },
+  { name: "NUL in a provider path", method: "GET", path: () => "/resource_providers/a%00b", status: 404, detail: "No resource provider with uuid" },
+  { name: "NUL in an inventory path", method: "GET", path: () => "/resource_providers/a%00b/inventories", status: 404, detail: "No resource provider with uuid" },
+  { name: "NUL in a class path", method: "DELETE", path: () => `${inv()}/A%00B`, status: 404, detail: "No such resource class" },
+  { name: "NUL in an aggregates path", method: "PUT", path: () => "/resource_providers/a%00b/aggregates", body: () => [], status: 404, detail: "No resource provider with uuid" },
   { name: "delete unknown provider", method: "DELETE", path: () => `/resource_providers/${randomUUID()}`, status: 404, detail: "found for delete" },
   // Inventories.
   { name: "inventories without generation", method: "PUT", path: inv, body: () => ({ inventories: {} }), status: 400, detail: "'resource_provider_generation' is a required property" },

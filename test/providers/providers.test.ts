@@ -80,6 +80,10 @@ describe("GET /resource_providers", () => {
     expect(tree.body.resource_providers.map((p: any) => p.uuid)).toEqual([root, child]);
     const none = await t.request("GET", `/resource_providers?in_tree=${randomUUID()}`);
     expect(none.body.resource_providers).toEqual([]);
+    // No stored name can contain NUL: an empty list, not a database error.
+    const nul = await t.request("GET", "/resource_providers?name=a%00b");
+    expect(nul.status).toBe(200);
+    expect(nul.body.resource_providers).toEqual([]);
   });
 
   it("shapes links and tree fields per microversion", async () => {
