@@ -82,6 +82,16 @@ describe("concurrent writers on one provider", () => {
     expect(results.map((r) => r.body.resource_provider_generation).sort((a, b) => a - b)).toEqual(classes.map((_, i) => i + 1));
   });
 
+  it("parallel creates of one name: one provider, every other request a 409 duplicate (no 500 from the unique index)", async () => {
+    const name = `same-${randomUUID()}`;
+    const results = await Promise.all(
+      Array.from({ length: 16 }, () => t.request("POST", "/resource_providers", { body: { name } })),
+    );
+    expect(tally(results.map((r) => r.status))).toEqual({ 200: 1, 409: 15 });
+    for (const r of results.filter((r) => r.status === 409)) expect(r.body.errors[0].code).toBe("placement.duplicate_name");
+    expect(await t.sql("SELECT count(*)::int AS n FROM resource_providers WHERE name = $1", [name])).toEqual([{ n: 1 }]);
+  });
+
   it("two providers moved under each other at the same time never form a loop", async () => {
     for (let round = 0; round < 5; round++) {
       const a = await makeProvider(t);
