@@ -130,6 +130,46 @@ describe.each(["one process", "two processes"])("races (%s)", (mode) => {
     await noBrokenInvariants();
   });
 
+  it("lets exactly one of many writers create the same new consumer, without a 500", async () => {
+    const rp = await createProvider(t, { VCPU: { total: 1000, max_unit: 100 } });
+    const consumer = newUuid();
+    const project = `project-${newUuid()}`;
+    const replies = await Promise.all(
+      Array.from({ length: CLIENTS }, (_, i) =>
+        send("PUT", `/allocations/${consumer}`, { ...claimBody(rp.uuid, { VCPU: i + 1 }, null, { consumer_type: `TYPE_${i % 3}` }), project_id: project }),
+      ),
+    );
+    expect(count(replies, 204)).toBe(1);
+    expect(count(replies, 409)).toBe(CLIENTS - 1);
+    for (const d of details(replies)) expect(d).toContain("consumer generation conflict - expected 1 but got None");
+    const winner = replies.findIndex((r) => r.status === 204);
+    expect(await usedOn(t, rp.id, "VCPU")).toBe(winner + 1);
+    // The project every writer named at once exists once.
+    expect(await t.sql("SELECT 1 FROM projects WHERE external_id = $1", [project])).toHaveLength(1);
+    await noBrokenInvariants();
+  });
+
+  it("never loses track of a consumer deleted while others rewrite it", async () => {
+    const rp = await createProvider(t, { VCPU: { total: 1000, max_unit: 100 } });
+    const consumers = Array.from({ length: 8 }, () => newUuid());
+    for (const c of consumers) await send("PUT", `/allocations/${c}`, claimBody(rp.uuid, { VCPU: 1 }, null, { consumer_type: "INSTANCE" }));
+    const replies = await Promise.all(
+      consumers.flatMap((c) => [
+        send("DELETE", `/allocations/${c}`),
+        ...Array.from({ length: 4 }, () => send("PUT", `/allocations/${c}`, claimBody(rp.uuid, { VCPU: 2 }, 1, { consumer_type: "INSTANCE" }))),
+      ]),
+    );
+    for (const r of replies) expect([204, 404, 409]).toContain(r.status);
+    // Each consumer ends either deleted or holding exactly one write's allocation.
+    const held = await t.sql<{ uuid: string; used: number }>(
+      "SELECT c.uuid, a.used FROM consumers c JOIN allocations a ON a.consumer_id = c.id WHERE c.uuid = ANY($1)",
+      [consumers],
+    );
+    for (const row of held) expect([1, 2]).toContain(row.used);
+    expect(await usedOn(t, rp.id, "VCPU")).toBe(held.reduce((sum, r) => sum + r.used, 0));
+    await noBrokenInvariants();
+  });
+
   it("keeps Nova's move operation consistent while new claims land on both hosts", async () => {
     const source = await createProvider(t, { VCPU: { total: 24, max_unit: 4 } });
     const dest = await createProvider(t, { VCPU: { total: 24, max_unit: 4 } });
