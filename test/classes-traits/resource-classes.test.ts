@@ -130,6 +130,23 @@ describe("renaming with PUT (1.2 to 1.6)", () => {
   });
 });
 
+describe("renaming concurrently", () => {
+  it("gives a contested new name to exactly one class; the other gets the 409", async () => {
+    for (let round = 0; round < 5; round++) {
+      const [a, b, target] = [customName(), customName(), customName()];
+      await t.request("POST", "/resource_classes", { body: { name: a } });
+      await t.request("POST", "/resource_classes", { body: { name: b } });
+      const results = await Promise.all(
+        [a, b].map((from) => t.request("PUT", `/resource_classes/${from}`, { version: "1.6", body: { name: target } })),
+      );
+      expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
+      const names = (await t.sql<{ name: string }>("SELECT name FROM resource_classes WHERE name = ANY($1)", [[a, b, target]])).map((r) => r.name);
+      expect(names).toHaveLength(2);
+      expect(names).toContain(target);
+    }
+  });
+});
+
 describe("create-if-missing with PUT (1.7)", () => {
   it("creates (201) then confirms (204), both with Location", async () => {
     const name = customName();
