@@ -9,6 +9,11 @@ import type { Server } from "node:http";
 import type { Duplex } from "node:stream";
 import { errorBody, PlacementError } from "./errors.js";
 
+const NODE_STATUS: Record<string, string> = {
+  HPE_HEADER_OVERFLOW: "431 Request Header Fields Too Large",
+  ERR_HTTP_REQUEST_TIMEOUT: "408 Request Timeout",
+};
+
 export function answerParserErrors(server: Server): void {
   server.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (!socket.writable) {
@@ -24,8 +29,8 @@ export function answerParserErrors(server: Server): void {
       );
       return;
     }
-    // Node's own answers for everything else.
-    const status = err.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout" : "400 Bad Request";
+    // Node's own answers for everything else (a listener replaces its default handling).
+    const status = NODE_STATUS[err.code ?? ""] ?? "400 Bad Request";
     socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`);
   });
 }
