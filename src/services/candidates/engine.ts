@@ -47,6 +47,7 @@ import {
   rootsOf,
   sharingAnchors,
   type NameLookup,
+  type TreeData,
   type TreeInventory,
   type TreeProvider,
 } from "./sql.js";
@@ -292,8 +293,8 @@ async function plan(tx: Queryable, query: CandidatesQuery, names: NameLookup, tr
 
 /** Where anchors come from: the general plan's in-memory list, or the flat path's SQL. */
 interface AnchorSource {
-  /** Anchors after `afterId` in id order, at most `count` (all when undefined); empty when none are left. */
-  next(afterId: number, count: number | undefined): Promise<number[]>;
+  /** Anchors after `afterId` in id order, at most `count` (all when undefined); none when none are left. With `data`, their trees come loaded. */
+  next(afterId: number, count: number | undefined): Promise<{ anchors: number[]; data?: TreeData }>;
   optionsAt(anchor: number): GroupOption[][];
   /** Roots loaded before any anchor (the sharing providers' own trees). */
   preload: number[];
@@ -310,7 +311,7 @@ function generalSource(planned: Planned): AnchorSource {
   return {
     next: async (afterId, count) => {
       const rest = anchors.filter((a) => a > afterId);
-      return count === undefined ? rest : rest.slice(0, count);
+      return { anchors: count === undefined ? rest : rest.slice(0, count) };
     },
     optionsAt: (anchor) =>
       plans.map((p) =>
@@ -343,12 +344,11 @@ async function generate(
   const byProvider = new Map<number, TreeInventory[]>();
   const traitNames = new Map<number, string[]>();
   const loadedRoots = new Set<number>();
-  const load = async (roots: number[]) => {
-    const missing = roots.filter((r) => !loadedRoots.has(r));
-    if (missing.length === 0) return;
-    for (const r of missing) loadedRoots.add(r);
-    const data = await loadTrees(tx, missing);
-    for (const p of data.providers) providers.set(p.id, p);
+  const ingest = (data: TreeData) => {
+    for (const p of data.providers) {
+      providers.set(p.id, p);
+      loadedRoots.add(p.rootId);
+    }
     for (const inv of data.inventories) {
       inventories.set(pairKey(inv.providerId, inv.resourceClassId), inv);
       const list = byProvider.get(inv.providerId) ?? [];
@@ -357,6 +357,12 @@ async function generate(
       rcNames.set(inv.resourceClassId, inv.resourceClass);
     }
     for (const [rp, names] of data.traits) traitNames.set(rp, names);
+  };
+  const load = async (roots: number[]) => {
+    const missing = roots.filter((r) => !loadedRoots.has(r));
+    if (missing.length === 0) return;
+    for (const r of missing) loadedRoots.add(r);
+    ingest(await loadTrees(tx, missing));
   };
   await load(source.preload);
 
@@ -396,7 +402,8 @@ async function generate(
   };
   if (opts.randomize || opts.strategy === "breadth-first" || !Number.isFinite(cap)) {
     // Random sampling and breadth-first interleaving need the whole list of trees; so does "everything".
-    const anchors = await source.next(0, undefined);
+    const { anchors, data } = await source.next(0, undefined);
+    if (data) ingest(data);
     await run(opts.randomize ? shuffle(anchors) : anchors);
   } else {
     // Depth-first under a limit: trees in id order, in batches sized from the candidates per tree seen
@@ -405,7 +412,8 @@ async function generate(
     let seenAnchors = 0;
     let batch = source.onePerAnchor ? Math.ceil(cap * 1.1) : Math.min(Math.ceil(cap * 1.1), 64);
     for (;;) {
-      const anchors = await source.next(afterId, batch);
+      const { anchors, data } = await source.next(afterId, batch);
+      if (data) ingest(data);
       if (anchors.length === 0 || (await run(anchors))) break;
       afterId = anchors[anchors.length - 1];
       seenAnchors += anchors.length;
