@@ -4,23 +4,27 @@
  * costs a handful of round trips whatever the number of providers:
  * lookupNames, memberships, providersWithCapacity, (sharingAnchors,
  * providerByUuid, rootsOf when needed) and one loadTrees per batch of trees.
+ * (Without trees and sharing providers flat.ts replaces the middle ones with
+ * a single filter; see conditions.ts.)
  *
- * Plans on PostgreSQL with the migration's indexes (EXPLAIN ANALYZE on the
- * benchmark data, 1,000 and 10,000 compute nodes):
- * - providersWithCapacity: nested loop over the few (class, amount) rows into
- *   inventories by resource_providers' primary key / inventories_provider_class_unique
- *   (inventories_resource_class_id_idx when a class is rare), with a
- *   HashAggregate of `allocations` restricted to the requested classes
- *   (allocations_resource_class_id_idx) left-joined for usage; about 5 ms for
- *   3,000 inventory rows. in_tree adds resource_providers_root_provider_id_idx.
+ * Plans on PostgreSQL 15 with the migration's indexes (EXPLAIN ANALYZE on the
+ * benchmark data, 1,000 compute nodes, nested variant: 5,020 providers):
+ * - lookupNames: four index scans (resource_classes_name_key, traits_name_key,
+ *   aggregates_uuid_key) and resource_providers_parent_provider_id_idx with
+ *   LIMIT 1; under 1 ms.
  * - memberships: index scans of resource_provider_traits_trait_id_idx and
  *   resource_provider_aggregates_aggregate_id_idx for only the traits and
  *   aggregates the request names.
- * - loadTrees: resource_providers_root_provider_id_idx for the batch of roots,
- *   then per provider its inventories (inventories_provider_class_unique), one
- *   probe of allocations_provider_class_idx per inventory for usage, and its
- *   traits (primary key of resource_provider_traits), aggregated to JSON so a
- *   batch is one round trip; about 5 ms for 1,000 trees.
+ * - providersWithCapacity: hash join of the few (class, amount) rows with
+ *   `inventories` (seq scan; inventories_resource_class_id_idx when a class is
+ *   rare), usage from a HashAggregate of `allocations` restricted to the
+ *   requested classes, then resource_providers by primary key for the root;
+ *   about 11 ms for 8,000 matching inventory rows. in_tree adds
+ *   resource_providers_root_provider_id_idx.
+ * - loadTrees: bitmap scan of resource_providers_root_provider_id_idx for the
+ *   batch of roots, then hash or index joins to inventories
+ *   (inventories_provider_class_unique), allocations (allocations_provider_class_idx)
+ *   and resource_provider_traits (primary key); about 5 ms for 1,000 trees.
  */
 import { sql } from "drizzle-orm";
 import type { Queryable } from "../../db/database.js";
