@@ -4,8 +4,9 @@
  * POST /reshaper share.
  *
  * Why concurrent claims cannot overcommit a provider: a write locks, in one
- * transaction, first the consumer rows it rewrites and then the provider rows
- * it allocates from, each set in ascending id order (SELECT ... FOR UPDATE).
+ * transaction, first the consumer rows it rewrites (in uuid order, by the
+ * upsert that also creates new ones) and then the provider rows it allocates
+ * from (in id order, SELECT ... FOR UPDATE).
  * Every writer that adds usage to a provider holds that provider's row lock
  * while it sums the provider's allocations, checks capacity and inserts, so
  * those steps of two writers on one provider never interleave; and under READ
@@ -55,7 +56,7 @@ function unableToAllocate(message: string) {
 type ProviderLock = {
   id: number;
   uuid: string;
-}
+};
 
 type InventoryUsage = {
   providerId: number;
@@ -67,7 +68,7 @@ type InventoryUsage = {
   stepSize: number;
   allocationRatio: number;
   used: number;
-}
+};
 
 type Wanted = { consumerId: number; providerId: number; providerUuid: string; className: string; classId: number; used: number };
 
@@ -75,8 +76,9 @@ type Wanted = { consumerId: number; providerId: number; providerUuid: string; cl
  * Replaces the allocations of every consumer in `writes`, all or nothing,
  * inside the caller's transaction. Consumers left without allocations are
  * deleted. Throws Placement's 400/409 errors, or ResourceClassNotFound.
- * A claim for a new consumer takes four statements: consumers, providers,
- * (capacity + write), and the transaction's BEGIN/COMMIT around them.
+ * A claim for a new consumer costs three statements (consumers; providers
+ * and classes; capacity check and write) between BEGIN and COMMIT: round
+ * trips, not SQL, are what a claim spends its time on.
  */
 export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAllocations[]): Promise<void> {
   if (writes.length === 0) return;
