@@ -119,7 +119,7 @@ export interface ProviderFilters {
   uuid?: string;
   /** Only providers in the same tree as the provider with this uuid (none when it does not exist). */
   inTree?: string;
-  /** Extra conditions on `resource_providers` (member_of, in_tree, required, resources from the shared query parser). */
+  /** Extra conditions on `resource_providers` (member_of, required, resources from the shared query filters). */
   conditions?: SQL[];
 }
 
@@ -223,7 +223,7 @@ export async function createProvider(tx: Tx, data: NewProvider): Promise<Provide
       .returning();
   } catch (err) {
     // Another transaction created the same uuid or name after our check.
-    if (pgError(err).code === UNIQUE_VIOLATION) await duplicateAfterRace(data.uuid, data.name, err);
+    if (pgError(err).code === UNIQUE_VIOLATION) throw duplicateAfterRace(data.uuid, data.name, err);
     throw err;
   }
   const row = inserted[0];
@@ -247,9 +247,11 @@ async function assertNoDuplicate(q: Queryable, uuid: string, name: string): Prom
 }
 
 /** After a unique violation the transaction is aborted: name the duplicate from the constraint alone. */
-async function duplicateAfterRace(uuid: string, name: string, err: unknown): Promise<never> {
+function duplicateAfterRace(uuid: string, name: string, err: unknown): PlacementError {
   const constraint = pgError(err).constraint ?? "";
-  throw duplicateConflict(constraint.includes("name") ? [`name: ${name}`] : constraint.includes("uuid") ? [`uuid: ${uuid}`] : [`uuid: ${uuid}`, `name: ${name}`]);
+  if (constraint.includes("name")) return duplicateConflict([`name: ${name}`]);
+  if (constraint.includes("uuid")) return duplicateConflict([`uuid: ${uuid}`]);
+  return duplicateConflict([`uuid: ${uuid}`, `name: ${name}`]);
 }
 
 export interface ProviderUpdate {
