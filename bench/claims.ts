@@ -183,14 +183,17 @@ async function runOnce(options: Options, k: number): Promise<void> {
     const nodes = await buildCloud(db, options.providers);
     const tally: Tally = { claims: 0, conflicts: 0, errors: 0 };
     const started = performance.now();
+    const cpuBefore = process.cpuUsage();
     const shared = new Set(nodes);
     await Promise.all(Array.from({ length: k }, () => scheduler(server.base, options, options.view === "shared" ? shared : new Set(nodes), tally)));
     const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
+    const clientCpu = (cpu.user + cpu.system) / 1e6;
     const check = await invariants(db, options.providers, tally);
     process.stdout.write(
       `N=${options.providers} K=${String(k).padStart(2)} mode=${options.mode}${options.mode === "direct" ? `/${options.view}` : ""}: ${tally.claims} claims in ${seconds.toFixed(1)} s = ` +
         `${(tally.claims / seconds).toFixed(0)} claims/s; ${(tally.conflicts / Math.max(tally.claims, 1)).toFixed(3)} 409s per claim; ` +
-        `${tally.errors} other errors; invariants ${check}\n`,
+        `${tally.errors} other errors; client CPU ${clientCpu.toFixed(1)} s; invariants ${check}\n`,
     );
   } finally {
     await db.end();
