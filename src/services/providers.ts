@@ -6,6 +6,7 @@
 import { and, asc, eq, inArray, ne, or, sql, type SQL } from "drizzle-orm";
 import { alias } from "drizzle-orm/pg-core";
 import type { Queryable, Tx } from "../db/database.js";
+import { sqlState } from "../db/sql-state.js";
 import { allocations, resourceProviders } from "../db/schema.js";
 import { badRequest, conflict, ErrorCode, notFound, PlacementError } from "../http/errors.js";
 
@@ -165,17 +166,15 @@ export async function getProviderView(q: Queryable, uuid: string, notFoundSuffix
   return rows[0];
 }
 
-/** SQLSTATE and constraint of a database error, looking through drizzle's wrapping. */
+/** SQLSTATE and violated constraint of a database error, looking through drizzle's wrapping. */
 function pgError(err: unknown): { code?: string; constraint?: string } {
   let e: unknown = err;
   for (let depth = 0; e && depth < 5; depth++) {
-    const candidate = e as { code?: unknown; constraint?: unknown; cause?: unknown };
-    if (typeof candidate.code === "string") {
-      return { code: candidate.code, constraint: typeof candidate.constraint === "string" ? candidate.constraint : undefined };
-    }
-    e = candidate.cause;
+    const constraint = (e as { constraint?: unknown }).constraint;
+    if (typeof constraint === "string") return { code: sqlState(err), constraint };
+    e = (e as { cause?: unknown }).cause;
   }
-  return {};
+  return { code: sqlState(err) };
 }
 
 const UNIQUE_VIOLATION = "23505";

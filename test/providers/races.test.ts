@@ -6,6 +6,8 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHarness, type Harness } from "../support/harness.js";
 import { generationOf, makeProvider } from "./support.js";
+import { createProvider } from "../../src/services/providers.js";
+import { PlacementError } from "../../src/http/errors.js";
 
 let t: Harness;
 beforeAll(async () => {
@@ -90,6 +92,29 @@ describe("concurrent writers on one provider", () => {
     expect(tally(results.map((r) => r.status))).toEqual({ 200: 1, 409: 15 });
     for (const r of results.filter((r) => r.status === 409)) expect(r.body.errors[0].code).toBe("placement.duplicate_name");
     expect(await t.sql("SELECT count(*)::int AS n FROM resource_providers WHERE name = $1", [name])).toEqual([{ n: 1 }]);
+  });
+
+  it("a create that passes the duplicate check while another commits the same name gets the 409, not the unique index's error", async () => {
+    const name = `late-${randomUUID()}`;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let inserted!: () => void;
+    const firstInserted = new Promise<void>((resolve) => (inserted = resolve));
+    const first = t.database.db.transaction(async (tx) => {
+      await createProvider(tx, { uuid: randomUUID(), name, parentProviderUuid: null });
+      inserted();
+      await gate; // hold the uncommitted row while the second create runs its check
+    });
+    await firstInserted;
+    // The second check cannot see the uncommitted row; its insert waits on the index, then fails.
+    const second = t.database.db.transaction((tx) => createProvider(tx, { uuid: randomUUID(), name, parentProviderUuid: null }));
+    await new Promise((r) => setTimeout(r, 200));
+    release();
+    await first;
+    const err = await second.then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(PlacementError);
+    expect((err as PlacementError).status).toBe(409);
+    expect((err as PlacementError).detail).toBe(`Conflicting resource provider name: ${name} already exists.`);
   });
 
   it("two providers moved under each other at the same time never form a loop", async () => {
