@@ -30,9 +30,12 @@ export interface ProviderInventories {
 }
 
 export async function reshape(tx: Tx, inventories: readonly ProviderInventories[], allocations: readonly ConsumerAllocations[]): Promise<void> {
-  // Global lock order: consumers first, then providers (see services/allocations.ts).
+  // Global lock order: consumers first, then providers (see services/allocations.ts). The
+  // providers the allocations name are locked here too, with the others in one id-ordered
+  // statement, so the allocation step below only re-takes locks it already holds.
   await lockConsumers(tx, allocations.map((a) => a.consumerUuid));
-  const providers = await lockProvidersByUuid(tx, inventories.map((i) => i.providerUuid));
+  const allocated = allocations.flatMap((a) => Object.keys(a.allocations));
+  const providers = await lockProvidersByUuid(tx, [...new Set([...inventories.map((i) => i.providerUuid), ...allocated])]);
   for (const inv of inventories) {
     const provider = providers.get(inv.providerUuid);
     if (!provider) {
