@@ -11,7 +11,7 @@ import { and, sql, type SQL } from "drizzle-orm";
 import type { Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
 import type { GroupOption } from "./combine.js";
-import { aggregateConditions, capacityCondition, traitConditions } from "./conditions.js";
+import { aggregateConditions, capacityForAll, traitConditions } from "./conditions.js";
 import { loadTrees, type NameLookup, type TreeData } from "./sql.js";
 
 const RP_ID = sql.raw("rp.id");
@@ -34,9 +34,10 @@ export function planFlat(tx: Queryable, query: CandidatesQuery, names: NameLooku
   if (params.groupPolicy === "isolate" && groups.filter((g) => g.useSameProvider).length > 1) return undefined;
 
   const conditions: SQL[] = [];
+  const requests: Array<{ resourceClassId: number; amount: number }> = [];
   for (const g of groups) {
     if (g.resources.size === 0 && g.traits.required.length === 0 && g.aggregates.memberOf.length === 0) return undefined;
-    for (const [name, amount] of g.resources) conditions.push(capacityCondition(RP_ID, rc(name), amount));
+    for (const [name, amount] of g.resources) requests.push({ resourceClassId: rc(name), amount });
     conditions.push(...traitConditions(RP_ID, g.traits.required.map((l) => l.map(trait)), [...g.traits.forbidden].map(trait)));
     conditions.push(...aggregateConditions(RP_ID, g.aggregates.memberOf.map(aggs), aggs(g.aggregates.forbidden)));
     const root = treeRoots.get(g.suffix);
@@ -44,6 +45,7 @@ export function planFlat(tx: Queryable, query: CandidatesQuery, names: NameLooku
     if (root !== undefined && g.resources.size > 0) conditions.push(sql`rp.id = ${root}`);
   }
   conditions.push(...traitConditions(RP_ID, params.rootRequired.map((t) => [trait(t)]), params.rootForbidden.map(trait)));
+  if (requests.length > 0) conditions.push(capacityForAll(RP_ID, requests));
   // Amounts of one class asked by several groups add up on the one provider; the merge checks the sum.
   return {
     next: async (afterId, count) => {
