@@ -17,7 +17,7 @@ export type ConsumerRow = {
   projectId: number;
   userId: number;
   consumerTypeId: number | null;
-}
+};
 
 type NamedTable = "projects" | "users" | "consumer_types";
 const NAME_COLUMN: Record<NamedTable, string> = { projects: "external_id", users: "external_id", consumer_types: "name" };
