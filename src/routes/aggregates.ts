@@ -48,10 +48,9 @@ export function aggregateRoutes(deps: AppDeps): Hono<AppEnv> {
     },
 
     PUT: async (c) => {
-      // As Placement's decorators: content type, then microversion, then policy.
-      requireJsonContent(c);
       requireMicroversion(c, "1.1");
       authorize(c, "placement:resource_providers:aggregates:update");
+      requireJsonContent(c);
       const uuid = c.req.param("uuid");
       // Placement looks the provider up before it reads the body: 404 wins over 400.
       await getProviderByUuid(db, uuid);

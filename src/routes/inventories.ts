@@ -112,8 +112,8 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
     },
 
     POST: async (c) => {
-      requireJsonContent(c);
       authorize(c, "placement:resource_providers:inventories:create");
+      requireJsonContent(c);
       const uuid = c.req.param("uuid");
       await getProviderByUuid(db, uuid);
       const body = await readJsonBody(c, POST_INVENTORY);
@@ -124,8 +124,8 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
     },
 
     PUT: async (c) => {
-      requireJsonContent(c);
       authorize(c, "placement:resource_providers:inventories:update");
+      requireJsonContent(c);
       const uuid = c.req.param("uuid");
       // Placement looks the provider up before it reads the body: 404 wins over 400.
       await getProviderByUuid(db, uuid);
@@ -161,8 +161,8 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
     },
 
     PUT: async (c) => {
-      requireJsonContent(c);
       authorize(c, "placement:resource_providers:inventories:update");
+      requireJsonContent(c);
       const uuid = c.req.param("uuid");
       const rc = c.req.param("resource_class");
       await getProviderByUuid(db, uuid);

@@ -2,6 +2,7 @@
  * /resource_providers and /resource_providers/{uuid}: create, list, show,
  * rename / re-parent and delete providers, per microversion.
  */
+import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
@@ -24,7 +25,6 @@ import {
   type ProviderFilters,
   type ProviderView,
 } from "../services/providers.js";
-import { randomUUID } from "node:crypto";
 
 // Request bodies, one schema per microversion, each built from the previous one.
 /** PostgreSQL cannot store NUL in text: refusing it here keeps such a name a 400, not a 500. */
@@ -103,7 +103,6 @@ export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
     },
 
     POST: async (c) => {
-      requireJsonContent(c);
       authorize(c, "placement:resource_providers:create");
       const mv = c.get("microversion");
       const body: z.output<typeof POST_PROVIDER_V1_14> = await readJsonBody(c, mv.atLeast("1.14") ? POST_PROVIDER_V1_14 : POST_PROVIDER);
@@ -136,8 +135,10 @@ export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
       return c.body(null, 204);
     },
     PUT: async (c) => {
-      requireJsonContent(c);
       authorize(c, "placement:resource_providers:update");
+      // A missing or wrong content type is a 415 even for an unknown provider
+      // (Placement's require_content runs before the handler looks anything up).
+      requireJsonContent(c);
       const uuid = c.req.param("uuid");
       const mv = c.get("microversion");
       // Placement looks the provider up before it reads the body: 404 wins over 400.
