@@ -53,6 +53,16 @@ describe("provider aggregates", () => {
     ]);
   });
 
+  it("sends Last-Modified and Cache-Control from 1.15 only", async () => {
+    const uuid = await makeProvider(t);
+    const old = await t.request("GET", aggs(uuid), { version: "1.14" });
+    expect(old.headers.get("last-modified")).toBeNull();
+    expect(old.headers.get("cache-control")).toBeNull();
+    const put = await t.request("PUT", aggs(uuid), { version: "1.15", body: [randomUUID()] });
+    expect(put.headers.get("last-modified")).toMatch(/^\w+, \d+ \w+ \d{4} [\d:]+ GMT$/);
+    expect(put.headers.get("cache-control")).toBe("no-cache");
+  });
+
   it("answers 404 for an unknown provider before reading the body", async () => {
     const res = await t.request("PUT", aggs(randomUUID()), { body: [] });
     expect(res.status).toBe(404);
