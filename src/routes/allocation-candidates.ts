@@ -28,7 +28,7 @@ export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
         { isolationLevel: "repeatable read", accessMode: "read only" },
       );
       setLastModified(c, new Date());
-      return c.body(render(c, query, result), 200, { "content-type": "application/json" });
+      return c.body(body(render(c, query, result), result.candidates.length), 200, { "content-type": "application/json" });
     },
   });
   return app;
@@ -37,11 +37,11 @@ export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
 /**
  * The response body written straight as JSON text in one pass over the
  * candidates and the summaries: no intermediate objects per candidate, and
- * each provider's quoted uuid and each class's quoted name made once. For
- * 1,000 candidates this is several times cheaper than building objects for
- * JSON.stringify.
+ * each provider's quoted uuid and each class's quoted name made once. It is
+ * produced piece by piece (one piece per candidate or summary), so a large
+ * answer can be streamed without ever holding the whole text.
  */
-function render(c: AppContext, query: CandidatesQuery, r: CandidatesResult): string {
+function* render(c: AppContext, query: CandidatesQuery, r: CandidatesResult): Generator<string> {
   const mv = c.get("microversion");
   const dictForm = mv.atLeast("1.12");
   const withMappings = mv.atLeast("1.34");
@@ -58,9 +58,9 @@ function render(c: AppContext, query: CandidatesQuery, r: CandidatesResult): str
     return q;
   };
 
-  const parts: string[] = ['{"allocation_requests":['];
-  r.candidates.forEach((cand, i) => {
-    if (i > 0) parts.push(",");
+  yield '{"allocation_requests":[';
+  let first = true;
+  for (const cand of r.candidates) {
     // Resources grouped by provider, providers in order of first appearance.
     const order: number[] = [];
     const byProvider = new Map<number, string[]>();
@@ -72,40 +72,63 @@ function render(c: AppContext, query: CandidatesQuery, r: CandidatesResult): str
       }
       list.push(`${classJson(rr.resourceClassId)}:${rr.amount}`);
     }
+    const sep = first ? "" : ",";
+    first = false;
     if (!dictForm) {
-      parts.push('{"allocations":[');
-      parts.push(order.map((p) => `{"resource_provider":{"uuid":${uuidJson(p)}},"resources":{${byProvider.get(p)!.join(",")}}}`).join(","));
-      parts.push("]}");
-      return;
+      const allocations = order.map((p) => `{"resource_provider":{"uuid":${uuidJson(p)}},"resources":{${byProvider.get(p)!.join(",")}}}`);
+      yield `${sep}{"allocations":[${allocations.join(",")}]}`;
+      continue;
     }
-    parts.push('{"allocations":{');
-    parts.push(order.map((p) => `${uuidJson(p)}:{"resources":{${byProvider.get(p)!.join(",")}}}`).join(","));
-    parts.push("}");
+    const allocations = order.map((p) => `${uuidJson(p)}:{"resources":{${byProvider.get(p)!.join(",")}}}`);
+    let mappings = "";
     if (withMappings) {
       const maps: string[] = [];
       for (const [suffix, providers] of cand.mappings) maps.push(`${JSON.stringify(suffix)}:[${providers.map(uuidJson).join(",")}]`);
-      parts.push(`,"mappings":{${maps.join(",")}}`);
+      mappings = `,"mappings":{${maps.join(",")}}`;
     }
-    parts.push("}");
-  });
-  parts.push('],"provider_summaries":{');
+    yield `${sep}{"allocations":{${allocations.join(",")}}${mappings}}`;
+  }
+  yield '],"provider_summaries":{';
 
   const withTraits = mv.atLeast("1.17");
   const allClasses = mv.atLeast("1.27");
   const withTree = mv.atLeast("1.29");
   const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
-  r.summaries.forEach((s, i) => {
-    if (i > 0) parts.push(",");
+  first = true;
+  for (const s of r.summaries) {
     const resources = s.inventories
       .filter((inv) => allClasses || requested.has(inv.resourceClass))
       .map((inv) => `${JSON.stringify(inv.resourceClass)}:{"capacity":${inv.capacity},"used":${inv.used}}`);
-    parts.push(`${uuidJson(s.provider.id)}:{"resources":{${resources.join(",")}}`);
-    if (withTraits) parts.push(`,"traits":${JSON.stringify(s.traits)}`);
-    if (withTree) {
-      parts.push(`,"parent_provider_uuid":${JSON.stringify(r.parentUuidOf(s.provider))},"root_provider_uuid":${JSON.stringify(r.rootUuidOf(s.provider))}`);
-    }
-    parts.push("}");
+    const traits = withTraits ? `,"traits":${JSON.stringify(s.traits)}` : "";
+    const tree = withTree
+      ? `,"parent_provider_uuid":${JSON.stringify(r.parentUuidOf(s.provider))},"root_provider_uuid":${JSON.stringify(r.rootUuidOf(s.provider))}`
+      : "";
+    yield `${first ? "" : ","}${uuidJson(s.provider.id)}:{"resources":{${resources.join(",")}}${traits}${tree}}`;
+    first = false;
+  }
+  yield "}}";
+}
+
+/** Above this many candidates the body is streamed in chunks rather than built whole (bounds memory for huge answers). */
+const STREAM_ABOVE = 2000;
+const CHUNK_CHARS = 64 * 1024;
+
+function body(pieces: Generator<string>, candidates: number): string | ReadableStream<Uint8Array> {
+  if (candidates <= STREAM_ABOVE) return [...pieces].join("");
+  const encoder = new TextEncoder();
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      let chunk = "";
+      for (let next = pieces.next(); ; next = pieces.next()) {
+        if (next.done) {
+          if (chunk) controller.enqueue(encoder.encode(chunk));
+          controller.close();
+          return;
+        }
+        chunk += next.value;
+        if (chunk.length >= CHUNK_CHARS) break;
+      }
+      controller.enqueue(encoder.encode(chunk));
+    },
   });
-  parts.push("}}");
-  return parts.join("");
 }

@@ -213,4 +213,14 @@ describe("nested trees and granular groups", () => {
     }
     expect(elapsed).toBeLessThan(2000);
   });
+
+  it("streams a large answer (over 2,000 candidates) that still parses whole", async () => {
+    const VF = custom("VF");
+    const root = await d.provider();
+    for (let i = 0; i < 50; i++) await d.provider({ parent: root, inventory: { [VF]: 4 } });
+    const res = await get(`resources1=${VF}:1&resources2=${VF}:1&group_policy=none`);
+    expect(res.status).toBe(200);
+    expect(res.body.allocation_requests).toHaveLength(2500);
+    expect(Object.keys(res.body.provider_summaries)).toHaveLength(51);
+  });
 });
