@@ -102,14 +102,18 @@ async function classesInUse(tx: Tx, providerId: number, classIds: number[]): Pro
   return rows.map((r) => r.name);
 }
 
-async function classIdsByName(q: Queryable, wanted: string[]): Promise<Map<string, number>> {
+async function classIdsByName(tx: Tx, wanted: string[]): Promise<Map<string, number>> {
   // A name PostgreSQL cannot store (NUL) names no class: leave it out rather than fail the query.
   const names = wanted.filter(canBeStored);
   if (names.length === 0) return new Map();
-  const rows = await q
+  // KEY SHARE: a concurrent DELETE of the class (which locks it FOR UPDATE)
+  // waits for us and then sees the inventory as a use of the class, instead
+  // of our insert failing on the foreign key after the class vanished.
+  const rows = await tx
     .select({ id: resourceClasses.id, name: resourceClasses.name })
     .from(resourceClasses)
-    .where(inArray(resourceClasses.name, names));
+    .where(inArray(resourceClasses.name, names))
+    .for("key share");
   return new Map(rows.map((r) => [r.name, r.id]));
 }
 

@@ -214,3 +214,27 @@ describe("deleting", () => {
     expect(await t.sql("SELECT 1 FROM resource_classes WHERE name = $1", [name])).toHaveLength(1);
   });
 });
+
+describe("deleting while inventory is being written", () => {
+  it("ends with either the class or the inventory, never an inventory of a deleted class, and no 500", async () => {
+    for (let round = 0; round < 5; round++) {
+      const name = customName();
+      await t.request("PUT", `/resource_classes/${name}`, { version: "1.7" });
+      const uuid = newUuid();
+      expect((await t.request("POST", "/resource_providers", { version: "1.20", body: { uuid, name: uuid } })).status).toBe(200);
+      const [inventory, del] = await Promise.all([
+        t.request("PUT", `/resource_providers/${uuid}/inventories`, {
+          version: "1.26",
+          body: { resource_provider_generation: 0, inventories: { [name]: { total: 4 } } },
+        }),
+        t.request("DELETE", `/resource_classes/${name}`),
+      ]);
+      expect([inventory.status, del.status], `${inventory.text} ${del.text}`).toSatisfy(
+        ([i, d]: number[]) => (i === 200 && d === 409) || (i === 400 && d === 204),
+      );
+      const classLeft = (await t.sql("SELECT 1 FROM resource_classes WHERE name = $1", [name])).length;
+      const inventoryLeft = (await t.sql("SELECT 1 FROM inventories i JOIN resource_providers rp ON rp.id = i.resource_provider_id WHERE rp.uuid = $1", [uuid])).length;
+      expect([classLeft, inventoryLeft]).toSatisfy(([c, i]: number[]) => (c === 1 && i === 1) || (c === 0 && i === 0));
+    }
+  });
+});
