@@ -46,6 +46,8 @@ import {
   providersWithCapacity,
   rootsOf,
   sharingAnchors,
+  nextRoots,
+  type CapacityScope,
   type NameLookup,
   type TreeData,
   type TreeInventory,
@@ -119,11 +121,14 @@ export async function findCandidates(tx: Queryable, query: CandidatesQuery, opts
   if (!names.hasTrees && !names.hasSharing) {
     const flat = planFlat(tx, query, names, treeRoots);
     if (!flat) return emptyResult(rcNames);
-    return generate(tx, query, opts, { ...flat, preload: [], trees: false, rootOf: () => undefined, isSharing: () => false, onePerAnchor: true }, rcNames);
+    return generate(tx, query, opts, { ...flat, trees: false, rootOf: () => undefined, isSharing: () => false, onePerAnchor: true }, rcNames);
   }
-  const result = await plan(tx, query, names, treeRoots);
-  if (result === EMPTY) return emptyResult(rcNames);
-  return generate(tx, query, opts, generalSource(result), rcNames);
+  // As Placement: a resourceless group is found through its positive filters only; without any, nothing matches.
+  if (groups.some((g) => g.resources.size === 0 && g.traits.required.length === 0 && g.aggregates.memberOf.length === 0)) {
+    return emptyResult(rcNames);
+  }
+  const members = await loadMembers(tx, names);
+  return generate(tx, query, opts, generalSource(tx, query, names, treeRoots, members), rcNames);
 }
 
 interface Planned {
@@ -137,13 +142,40 @@ interface Planned {
   isSharing: (providerId: number) => boolean;
 }
 
-async function plan(tx: Queryable, query: CandidatesQuery, names: NameLookup, treeRoot: Map<string, number>): Promise<Planned | typeof EMPTY> {
+/** What every batch of a request shares: who has the named traits and aggregates, and who shares. */
+interface Members {
+  traitsOf: Map<number, Set<number>>;
+  aggsOf: Map<number, Set<number>>;
+  sharing: number[];
+  isSharing: (providerId: number) => boolean;
+  /** Sharing provider id to the roots it anchors into, filled as batches need them. */
+  anchorsOf: Map<number, number[]>;
+}
+
+async function loadMembers(tx: Queryable, names: NameLookup): Promise<Members> {
+  const { traits: traitsOf, aggregates: aggsOf } = await memberships(tx, [...names.traits.values()], [...names.aggregates.values()]);
+  const sharingTrait = names.traits.get(SHARING_TRAIT);
+  const sharing = sharingTrait === undefined ? [] : [...traitsOf].filter(([, ts]) => ts.has(sharingTrait)).map(([rp]) => rp);
+  const sharingSet = new Set(sharing);
+  return { traitsOf, aggsOf, sharing, isSharing: (rp) => sharingSet.has(rp), anchorsOf: new Map() };
+}
+
+/**
+ * Per group, the options of each anchor tree: over every tree, or (scope)
+ * over a batch of trees plus the sharing providers that may anchor into them.
+ */
+async function plan(
+  tx: Queryable,
+  query: CandidatesQuery,
+  names: NameLookup,
+  treeRoot: Map<string, number>,
+  members: Members,
+  scope?: CapacityScope,
+): Promise<Planned | typeof EMPTY> {
   const { groups, params } = query;
   const { resourceClasses: rcIds, traits: tIds, aggregates: aggIds, hasTrees: trees } = names;
-  const { traits: traitsOf, aggregates: aggsOf } = await memberships(tx, [...tIds.values()], [...aggIds.values()]);
-  const sharingTrait = tIds.get(SHARING_TRAIT);
-  const isSharing = (rp: number) => sharingTrait !== undefined && (traitsOf.get(rp)?.has(sharingTrait) ?? false);
-  const anySharing = [...traitsOf.values()].some((ts) => sharingTrait !== undefined && ts.has(sharingTrait));
+  const { traitsOf, aggsOf, isSharing } = members;
+  const anySharing = members.sharing.length > 0;
 
   const rootReq = params.rootRequired.map((t) => tIds.get(t)!);
   const rootForb = params.rootForbidden.map((t) => tIds.get(t)!);
@@ -156,7 +188,7 @@ async function plan(tx: Queryable, query: CandidatesQuery, names: NameLookup, tr
   const requests = groups.flatMap((g) =>
     [...g.resources].map(([rc, amount]) => ({ group: g, resourceClassId: rcIds.get(rc)!, amount, treeRootId: treeRoot.get(g.suffix) })),
   );
-  const capacity = await providersWithCapacity(tx, requests);
+  const capacity = await providersWithCapacity(tx, requests, scope);
   const rootOf = new Map<number, number>();
   const withCapacity = new Map<RequestGroup, Array<{ rc: number; amount: number; rps: Array<[number, number]> }>>();
   for (let i = 0; i < requests.length; i++) {
@@ -222,7 +254,10 @@ async function plan(tx: Queryable, query: CandidatesQuery, names: NameLookup, tr
     if (g.inTree) continue;
     for (const l of lists) for (const [rp] of l.rps) if (isSharing(rp)) sharingIds.add(rp);
   }
-  const anchorsOf = await sharingAnchors(tx, [...sharingIds]);
+  const unknown = [...sharingIds].filter((rp) => !members.anchorsOf.has(rp));
+  for (const [rp, anchors] of await sharingAnchors(tx, unknown)) members.anchorsOf.set(rp, anchors);
+  for (const rp of unknown) if (!members.anchorsOf.has(rp)) members.anchorsOf.set(rp, []);
+  const anchorsOf = members.anchorsOf;
   const sharingRoots = new Set([...sharingIds].map((rp) => rootOf.get(rp)!));
 
   const plans: GroupPlan[] = [];
@@ -291,13 +326,27 @@ async function plan(tx: Queryable, query: CandidatesQuery, names: NameLookup, tr
   return { plans, trees, rootOf, sharingRoots, traitsOf, isSharing };
 }
 
-/** Where anchors come from: the general plan's in-memory list, or the flat path's SQL. */
+/** One step of walking the trees in id order. */
+interface Batch {
+  /** Trees to combine in, in order; with `data`, already loaded. */
+  anchors: number[];
+  data?: TreeData;
+  /** Trees to load first (the sharing providers' own trees). */
+  preload?: number[];
+  /** Where the next batch starts. */
+  after: number;
+  /** Nothing is left after this batch. */
+  done: boolean;
+  /** How many trees this batch looked at (sizes the next one). */
+  scanned: number;
+}
+
+/** Where anchors come from: the general planner, batch by batch of root providers, or the flat path's SQL. */
 interface AnchorSource {
-  /** Anchors after `afterId` in id order, at most `count` (all when undefined); none when none are left. With `data`, their trees come loaded. */
-  next(afterId: number, count: number | undefined): Promise<{ anchors: number[]; data?: TreeData }>;
+  /** The trees after `afterId`, about `count` of them (all when undefined). */
+  next(afterId: number, count: number | undefined): Promise<Batch>;
+  /** Each group's options at an anchor of the latest batch. */
   optionsAt(anchor: number): GroupOption[][];
-  /** Roots loaded before any anchor (the sharing providers' own trees). */
-  preload: number[];
   trees: boolean;
   rootOf(providerId: number): number | undefined;
   isSharing(providerId: number): boolean;
@@ -305,24 +354,46 @@ interface AnchorSource {
   onePerAnchor: boolean;
 }
 
-function generalSource(planned: Planned): AnchorSource {
-  const { plans, traitsOf } = planned;
-  const anchors = [...plans[0].byAnchor.keys()].filter((a) => plans.every((p) => p.byAnchor.has(a))).sort((a, b) => a - b);
+/**
+ * The general planner over batches of root providers in id order (all of them
+ * when no count is given): each batch narrows capacity to its trees plus the
+ * sharing providers, so a limited request over 10,000 nested trees reads the
+ * rows of the few hundred trees it needs, not of all of them.
+ */
+function generalSource(tx: Queryable, query: CandidatesQuery, names: NameLookup, treeRoots: Map<string, number>, members: Members): AnchorSource {
+  let current: Planned | undefined;
+  const rootOf = new Map<number, number>();
   return {
     next: async (afterId, count) => {
-      const rest = anchors.filter((a) => a > afterId);
-      return { anchors: count === undefined ? rest : rest.slice(0, count) };
+      let roots: number[] | undefined;
+      if (count !== undefined) {
+        roots = await nextRoots(tx, afterId, count);
+        if (roots.length === 0) return { anchors: [], after: afterId, done: true, scanned: 0 };
+      }
+      const planned = await plan(tx, query, names, treeRoots, members, roots && { roots, plus: members.sharing });
+      const after = roots ? roots[roots.length - 1] : afterId;
+      const done = roots === undefined || roots.length < count!;
+      const scanned = roots?.length ?? 0;
+      if (planned === EMPTY) return { anchors: [], after, done, scanned };
+      current = planned;
+      for (const [rp, root] of planned.rootOf) rootOf.set(rp, root);
+      const { plans } = planned;
+      // A sharing provider's own tree may lie outside the batch: it is combined when its batch comes.
+      const inBatch = roots && new Set(roots);
+      const anchors = [...plans[0].byAnchor.keys()]
+        .filter((a) => plans.every((p) => p.byAnchor.has(a)) && (!inBatch || inBatch.has(a)))
+        .sort((x, y) => x - y);
+      return { anchors, preload: [...planned.sharingRoots], after, done, scanned };
     },
     optionsAt: (anchor) =>
-      plans.map((p) =>
+      current!.plans.map((p) =>
         p.kind === "options"
           ? p.byAnchor.get(anchor)!
-          : [...spreadOptions(p.group.suffix, [...p.byAnchor.get(anchor)!.values()], (rp) => traitsOf.get(rp), p.required, p.forbidden)],
+          : [...spreadOptions(p.group.suffix, [...p.byAnchor.get(anchor)!.values()], (rp) => current!.traitsOf.get(rp), p.required, p.forbidden)],
       ),
-    preload: [...planned.sharingRoots],
-    trees: planned.trees,
-    rootOf: (id) => planned.rootOf.get(id),
-    isSharing: planned.isSharing,
+    trees: names.hasTrees,
+    rootOf: (id) => rootOf.get(id),
+    isSharing: members.isSharing,
     onePerAnchor: false,
   };
 }
@@ -364,7 +435,6 @@ async function generate(
     for (const r of missing) loadedRoots.add(r);
     ingest(await loadTrees(tx, missing));
   };
-  await load(source.preload);
 
   const rules = {
     isolate: params.groupPolicy === "isolate",
@@ -402,23 +472,25 @@ async function generate(
   };
   if (opts.randomize || opts.strategy === "breadth-first" || !Number.isFinite(cap)) {
     // Random sampling and breadth-first interleaving need the whole list of trees; so does "everything".
-    const { anchors, data } = await source.next(0, undefined);
+    const { anchors, data, preload } = await source.next(0, undefined);
+    await load(preload ?? []);
     if (data) ingest(data);
     await run(opts.randomize ? shuffle(anchors) : anchors);
   } else {
     // Depth-first under a limit: trees in id order, in batches sized from the candidates per tree seen
     // so far (a flat tree gives at most one), until enough candidates.
     let afterId = 0;
-    let seenAnchors = 0;
+    let scanned = 0;
     let batch = source.onePerAnchor ? Math.ceil(cap * 1.1) : Math.min(Math.ceil(cap * 1.1), 64);
     for (;;) {
-      const { anchors, data } = await source.next(afterId, batch);
-      if (data) ingest(data);
-      if (anchors.length === 0 || (await run(anchors))) break;
-      afterId = anchors[anchors.length - 1];
-      seenAnchors += anchors.length;
-      const perAnchor = out.length / seenAnchors;
-      const needed = perAnchor > 0 ? Math.ceil(((cap - out.length) / perAnchor) * 1.2) : batch * 4;
+      const next = await source.next(afterId, batch);
+      await load(next.preload ?? []);
+      if (next.data) ingest(next.data);
+      if ((next.anchors.length > 0 && (await run(next.anchors))) || next.done) break;
+      afterId = next.after;
+      scanned += next.scanned;
+      const perTree = out.length / scanned;
+      const needed = perTree > 0 ? Math.ceil(((cap - out.length) / perTree) * 1.2) : batch * 4;
       batch = Math.max(32, Math.min(needed, batch * 8));
     }
   }

@@ -18,7 +18,10 @@ const RP_ID = sql.raw("rp.id");
 
 export interface FlatPlan {
   /** Matching providers after `afterId`, in id order, at most `count` (all when undefined), with their trees loaded. */
-  next(afterId: number, count: number | undefined): Promise<{ anchors: number[]; data?: TreeData }>;
+  next(
+    afterId: number,
+    count: number | undefined,
+  ): Promise<{ anchors: number[]; data?: TreeData; after: number; done: boolean; scanned: number }>;
   /** Each group's single option at an anchor: the anchor itself. */
   optionsAt(anchor: number): GroupOption[][];
 }
@@ -56,7 +59,13 @@ export function planFlat(tx: Queryable, query: CandidatesQuery, names: NameLooku
         sql`SELECT rp.id FROM resource_providers rp WHERE ${and(sql`rp.id > ${afterId}`, ...conditions)} ORDER BY rp.id ${limit}`,
       );
       const anchors = (result.rows as Array<{ id: number }>).map((r) => r.id);
-      return { anchors, data: anchors.length > 0 ? await loadTrees(tx, anchors) : undefined };
+      return {
+        anchors,
+        data: anchors.length > 0 ? await loadTrees(tx, anchors) : undefined,
+        after: anchors.length > 0 ? anchors[anchors.length - 1] : afterId,
+        done: count === undefined || anchors.length < count,
+        scanned: anchors.length,
+      };
     },
     optionsAt: (anchor) =>
       groups.map((g) => [

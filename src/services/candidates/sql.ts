@@ -86,9 +86,25 @@ export interface CapacityRequest {
  * take `amount` more: free capacity, min_unit, max_unit and step_size, as
  * Placement checks them. Returns one [providerId, rootId] list per request.
  */
-export async function providersWithCapacity(tx: Queryable, requests: CapacityRequest[]): Promise<Array<Array<[number, number]>>> {
+/**
+ * Which trees to look in: providers under `roots`, plus the providers `plus`
+ * (sharing providers, which anchor into other trees), for batches of trees.
+ */
+export interface CapacityScope {
+  roots: number[];
+  plus: number[];
+}
+
+export async function providersWithCapacity(
+  tx: Queryable,
+  requests: CapacityRequest[],
+  scope?: CapacityScope,
+): Promise<Array<Array<[number, number]>>> {
   const out: Array<Array<[number, number]>> = requests.map(() => []);
   if (requests.length === 0) return out;
+  const inScope = scope
+    ? sql`AND (rp.root_provider_id = ANY(${sql.param(scope.roots)}::int[]) OR rp.id = ANY(${sql.param(scope.plus)}::int[]))`
+    : sql``;
   const idx = requests.map((_, i) => i);
   const rcs = requests.map((r) => r.resourceClassId);
   const amounts = requests.map((r) => r.amount);
@@ -111,6 +127,7 @@ export async function providersWithCapacity(tx: Queryable, requests: CapacityReq
         WHERE coalesce(u.used, 0) + req.amount <= (inv.total - inv.reserved) * inv.allocation_ratio
           AND inv.min_unit <= req.amount AND inv.max_unit >= req.amount AND req.amount % inv.step_size = 0
           AND (req.tree IS NULL OR rp.root_provider_id = req.tree)
+          ${inScope}
         ORDER BY req.idx, rp.id`,
   );
   for (const r of found) out[r.idx].push([r.id, r.root]);
@@ -160,6 +177,15 @@ export async function sharingAnchors(tx: Queryable, sharingIds: number[]): Promi
     out.set(r.rp, list);
   }
   return out;
+}
+
+/** The next `count` root providers after `afterId`, in id order. */
+export async function nextRoots(tx: Queryable, afterId: number, count: number): Promise<number[]> {
+  const found = await rows<{ id: number }>(
+    tx,
+    sql`SELECT id FROM resource_providers WHERE parent_provider_id IS NULL AND id > ${afterId} ORDER BY id LIMIT ${count}`,
+  );
+  return found.map((r) => r.id);
 }
 
 /** Provider id to root id for the given providers. */

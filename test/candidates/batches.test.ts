@@ -1,0 +1,48 @@
+/**
+ * The general engine under a limit walks root providers in id order, batch by
+ * batch, narrowing capacity to each batch's trees plus the sharing providers.
+ * These trees make the first batches come up empty, so several are needed,
+ * and a sharing provider created before all of them must still serve the late ones.
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startHarness, type Harness } from "../support/harness.js";
+import { custom, Data, type Provider } from "./data.js";
+
+let t: Harness;
+let d: Data;
+beforeAll(async () => {
+  t = await startHarness();
+  d = new Data(t);
+});
+afterAll(async () => t.close());
+
+describe("batches of trees under a limit", () => {
+  it("finds the first trees with room, in id order, across batches, with storage shared from before them", async () => {
+    const [VF, DISK] = [custom("VF"), custom("DISK")];
+    const agg = randomUUID();
+    const shared = await d.provider({ inventory: { [DISK]: 1000 }, traits: ["MISC_SHARES_VIA_AGGREGATE"], aggregates: [agg] });
+    const roots: Provider[] = [];
+    const children: Provider[] = [];
+    for (let i = 0; i < 90; i++) {
+      const root = await d.provider({ aggregates: [agg] });
+      roots.push(root);
+      children.push(await d.provider({ parent: root, inventory: { [VF]: 1 } }));
+    }
+    // The first 80 trees are full.
+    for (const child of children.slice(0, 80)) await d.allocate(child, VF, 1);
+
+    const res = await t.request("GET", `/allocation_candidates?resources=${VF}:1,${DISK}:10&limit=5`);
+    expect(res.status).toBe(200);
+    const picked = res.body.allocation_requests.map((a: any) => {
+      const providers = Object.keys(a.allocations);
+      expect(providers).toContain(shared.uuid);
+      return providers.find((p) => p !== shared.uuid);
+    });
+    expect(picked).toEqual(children.slice(80, 85).map((c) => c.uuid));
+
+    // Without a limit every tree with room is found.
+    const all = await t.request("GET", `/allocation_candidates?resources=${VF}:1,${DISK}:10`);
+    expect(all.body.allocation_requests).toHaveLength(10);
+  });
+});
