@@ -253,7 +253,8 @@ async function measure(servers: Array<{ name: string; port: number }>, shape: Sh
     const first = await get(s.port, q);
     if (first.status !== 200) throw new Error(`${s.name} ${shape.name}: ${first.status} ${first.body.slice(0, 300)}`);
     firsts.push(first);
-    await get(s.port, q);
+    // Warm-up: the JIT, the pools and PostgreSQL's caches, before anything is timed.
+    for (let i = 0; i < 5; i++) await get(s.port, q);
   }
   const times: number[][] = servers.map(() => []);
   for (let i = 0; i < iterations; i++) {
