@@ -2,26 +2,29 @@
  * GET /allocation_candidates: which providers can satisfy a request, and how.
  *
  * Placement's semantics, reimplemented for speed:
- * 1. Narrow with set-based SQL, a fixed handful of queries per request
- *    whatever the number of providers (see sql.ts): one query for the
- *    capacity of every requested (class, amount) of every group, one for the
- *    requested traits' members, one for the requested aggregates' members,
- *    one for the anchors of sharing providers. Filters that Placement applies
- *    one query at a time become set lookups in memory.
+ * 1. Narrow with set-based SQL, a fixed handful of queries per batch whatever
+ *    the number of providers (see sql.ts): one lookup of the named classes,
+ *    traits and aggregates; one query for the members of those traits and
+ *    aggregates (read once per request); one for the capacity of every
+ *    requested (class, amount) of every group; one for the anchors of sharing
+ *    providers. Filters Placement applies one query at a time become set
+ *    lookups in memory.
  * 2. Per group, derive the ways each anchor tree can satisfy it: granular
  *    groups need one provider with everything; the unsuffixed group may spread
  *    over a tree and the sharing providers of its aggregates.
  * 3. Combine groups tree by tree with the lazy depth-first search of
  *    combine.ts, stopping as soon as `limit` (or max_allocation_candidates)
- *    candidates exist. Trees are loaded (providers, inventories with usage,
- *    traits) in growing batches of anchors only when reached, so a limited
- *    request over 10,000 trees reads the few it returns, not all of them.
- *    With randomize_allocation_candidates the anchors are shuffled first, which
- *    samples trees at random instead of generating everything and sampling.
+ *    candidates exist.
+ * Under a limit (depth-first, not randomized) steps 1-3 run over batches of
+ * root providers in id order, each batch sized from the candidates per tree
+ * seen so far, with capacity narrowed to the batch's trees plus the sharing
+ * providers: a limited request over 10,000 trees reads the rows of the trees
+ * it returns, not of all of them. Randomized requests shuffle the trees and
+ * take them in that order (a random sample of trees, not everything generated
+ * then sampled); breadth-first interleaves the trees' candidates.
  * Without trees and sharing providers (most clouds) flat.ts replaces steps
- * 1-2 with one query that also takes the limit, so trees are read only as far
- * as the answer needs. Summaries are built once, from the loaded trees, for
- * the trees the returned candidates use.
+ * 1-2 with one filter query that also takes the limit. Summaries are built
+ * once, from the loaded trees, for the trees the returned candidates use.
  */
 import { badRequest } from "../../http/errors.js";
 import type { Queryable } from "../../db/database.js";
@@ -45,8 +48,8 @@ import {
   providerByUuid,
   providersWithCapacity,
   rootsOf,
-  sharingAnchors,
   nextRoots,
+  sharingAnchors,
   type CapacityScope,
   type NameLookup,
   type TreeData,
