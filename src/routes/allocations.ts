@@ -5,10 +5,10 @@
 import { Hono } from "hono";
 import { authorize } from "../auth/policy.js";
 import type { Config } from "../config.js";
-import { inTransaction } from "../db/database.js";
+import { inTransaction, isRetryable } from "../db/database.js";
 import { readJsonBody } from "../http/body.js";
 import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
-import { badRequest, notFound } from "../http/errors.js";
+import { badRequest, conflict, ErrorCode, notFound } from "../http/errors.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
 import {
@@ -60,12 +60,23 @@ export function toConsumerWrite(c: AppContext, config: Config, consumerUuid: str
   };
 }
 
-/** Runs an allocation write in its own transaction, retried on deadlock/serialization failure as configured. */
+/**
+ * Runs an allocation write in its own transaction, retried on deadlock or
+ * serialization failure as configured. When the retries run out the client
+ * gets Placement's 409 for a write that kept colliding (retrying is theirs
+ * to decide), never a 500.
+ */
 export async function writeAllocations(deps: AppDeps, writes: ConsumerAllocations[], unknownClass: (message: string) => string) {
   try {
     await inTransaction(deps.db, (tx) => replaceAllocations(tx, writes), deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT);
   } catch (err) {
     if (err instanceof ResourceClassNotFound) throw badRequest(unknownClass(err.message));
+    if (isRetryable(err)) {
+      throw conflict(
+        "Inventory and/or allocations changed while attempting to allocate: Another thread concurrently updated the resource provider data. Please retry your update",
+        ErrorCode.CONCURRENT_UPDATE,
+      );
+    }
     throw err;
   }
 }

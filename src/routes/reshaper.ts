@@ -2,10 +2,10 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
-import { inTransaction } from "../db/database.js";
+import { inTransaction, isRetryable } from "../db/database.js";
 import { readJsonBody } from "../http/body.js";
 import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
-import { badRequest } from "../http/errors.js";
+import { badRequest, conflict, ErrorCode } from "../http/errors.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
 import { ResourceClassNotFound } from "../services/allocations.js";
 import { INVENTORY_DEFAULTS, MAX_INT, type InventoryData } from "../services/inventories.js";
@@ -88,6 +88,10 @@ export function reshaperRoutes(deps: AppDeps): Hono<AppEnv> {
         await inTransaction(deps.db, (tx) => reshape(tx, inventories, allocations), deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT);
       } catch (err) {
         if (err instanceof ResourceClassNotFound) throw badRequest(`malformed reshaper data: ${err.message}`);
+        // Retries exhausted on deadlocks: Placement's 409 for a concurrent update, not a 500.
+        if (isRetryable(err)) {
+          throw conflict("update conflict: Another thread concurrently updated the data. Please retry your update", ErrorCode.CONCURRENT_UPDATE);
+        }
         throw err;
       }
       return c.body(null, 204);
