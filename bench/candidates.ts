@@ -239,6 +239,8 @@ interface Row {
   p99: number;
   kb: number;
   candidates: number;
+  /** Our server's peak resident memory so far (it serves one data set, shapes in table order). */
+  rss?: number;
 }
 
 /**
@@ -246,7 +248,7 @@ interface Row {
  * machine whose load changes during the run (it is shared) weighs on all
  * servers alike.
  */
-async function measure(servers: Array<{ name: string; port: number }>, shape: Shape, iterations: number): Promise<Array<Omit<Row, "size" | "shape">>> {
+async function measure(servers: Array<{ name: string; port: number }>, shape: Shape, iterations: number): Promise<Array<Omit<Row, "size" | "shape" | "rss">>> {
   const q = `/allocation_candidates?${shape.query}`;
   const firsts: Array<Awaited<ReturnType<typeof get>>> = [];
   for (const s of servers) {
@@ -296,7 +298,8 @@ export default async function (args: string[]): Promise<void> {
         // Unlimited queries over 10,000 trees take long (and the reference takes seconds): fewer rounds.
         const slow = withReference || (!shape.query.includes("limit") && size > 1000);
         const iterations = slow ? Math.max(5, Math.floor(opts.iterations / 2)) : opts.iterations;
-        for (const r of await measure(servers, shape, iterations)) rows.push({ size, shape: shape.name, ...r });
+        const rss = () => peakRssMb(ours.proc.pid);
+        for (const r of await measure(servers, shape, iterations)) rows.push({ size, shape: shape.name, ...r, rss: r.server === "ours" ? rss() : undefined });
         process.stderr.write(`${size} ${variant} ${shape.name}: done\n`);
       }
       peak = Math.max(peak, peakRssMb(ours.proc.pid));
@@ -317,11 +320,15 @@ function dbUrl(db: string): string {
 
 function print(rows: Row[], peak: number): void {
   const f = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
-  const lines = ["| nodes | query | server | p50 ms | p95 ms | p99 ms | candidates | response KB | reference p50 / ours p50 |", "|---|---|---|---|---|---|---|---|---|"];
+  const lines = [
+    "| nodes | query | server | p50 ms | p95 ms | p99 ms | candidates | response KB | reference p50 / ours p50 | our peak RSS so far MB |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+  ];
   for (const r of rows) {
     const ref = rows.find((x) => x.size === r.size && x.shape === r.shape && x.server === "reference");
     const ratio = r.server === "ours" && ref ? `${(ref.p50 / r.p50).toFixed(1)}x` : "";
-    lines.push(`| ${r.size} | ${r.shape} | ${r.server} | ${f(r.p50)} | ${f(r.p95)} | ${f(r.p99)} | ${r.candidates} | ${f(r.kb)} | ${ratio} |`);
+    const rss = r.rss === undefined ? "" : r.rss.toFixed(0);
+    lines.push(`| ${r.size} | ${r.shape} | ${r.server} | ${f(r.p50)} | ${f(r.p95)} | ${f(r.p99)} | ${r.candidates} | ${f(r.kb)} | ${ratio} | ${rss} |`);
   }
   lines.push("", `our server's peak RSS (VmHWM, one process): ${peak.toFixed(0)} MB`);
   process.stdout.write(lines.join("\n") + "\n");

@@ -91,6 +91,9 @@ type GroupPlan =
 
 const EMPTY: unique symbol = Symbol("no candidates");
 
+/** Trees per batch when there is no limit: bounds the plan held in memory at once. */
+const UNLIMITED_BATCH = 1000;
+
 export async function findCandidates(tx: Queryable, query: CandidatesQuery, opts: EngineOptions): Promise<CandidatesResult> {
   const { groups, params } = query;
 
@@ -473,8 +476,8 @@ async function generate(
     for (const c of stream) if (take(c)) return true;
     return false;
   };
-  if (opts.randomize || opts.strategy === "breadth-first" || !Number.isFinite(cap)) {
-    // Random sampling and breadth-first interleaving need the whole list of trees; so does "everything".
+  if (opts.randomize || opts.strategy === "breadth-first" || (!Number.isFinite(cap) && source.onePerAnchor)) {
+    // Random sampling and breadth-first interleaving need the whole list of trees; so does everything flat.
     const { anchors, data, preload } = await source.next(0, undefined);
     await load(preload ?? []);
     if (data) ingest(data);
@@ -484,7 +487,8 @@ async function generate(
     // so far (a flat tree gives at most one), until enough candidates.
     let afterId = 0;
     let scanned = 0;
-    let batch = source.onePerAnchor ? Math.ceil(cap * 1.1) : Math.min(Math.ceil(cap * 1.1), 64);
+    // Without a limit, trees still go in fixed batches so that one batch's plan is in memory at a time.
+    let batch = !Number.isFinite(cap) ? UNLIMITED_BATCH : source.onePerAnchor ? Math.ceil(cap * 1.1) : Math.min(Math.ceil(cap * 1.1), 64);
     for (;;) {
       const next = await source.next(afterId, batch);
       await load(next.preload ?? []);
@@ -492,6 +496,7 @@ async function generate(
       if ((next.anchors.length > 0 && (await run(next.anchors))) || next.done) break;
       afterId = next.after;
       scanned += next.scanned;
+      if (!Number.isFinite(cap)) continue;
       const perTree = out.length / scanned;
       const needed = perTree > 0 ? Math.ceil(((cap - out.length) / perTree) * 1.2) : batch * 4;
       batch = Math.max(32, Math.min(needed, batch * 8));
