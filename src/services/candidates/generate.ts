@@ -1,0 +1,201 @@
+/**
+ * Generating candidates from a source of anchor trees: load the trees a batch
+ * needs (providers, inventories with usage, traits), combine each anchor's
+ * group options lazily (combine.ts), keep what the rules allow, stop at the
+ * cap, and build the summaries of the trees the answer uses. The sources are
+ * the general planner (engine.ts) and the flat path (flat.ts).
+ */
+import type { Queryable } from "../../db/database.js";
+import type { CandidatesQuery } from "../../query/request-groups.js";
+import { candidateKey, mergeGroups, pairKey, roundRobin, shuffle, type Candidate, type GroupOption } from "./combine.js";
+import { loadTrees, type TreeData, type TreeInventory, type TreeProvider } from "./sql.js";
+
+export interface EngineOptions {
+  /** From 1.29: candidates may take resources from several providers of one tree. */
+  nestedAware: boolean;
+  randomize: boolean;
+  /** Placement's max_allocation_candidates; -1 for no cap. */
+  maxCandidates: number;
+  strategy: "depth-first" | "breadth-first";
+}
+
+export interface ProviderSummary {
+  provider: TreeProvider;
+  inventories: TreeInventory[];
+  traits: string[];
+}
+
+export interface CandidatesResult {
+  candidates: Candidate[];
+  summaries: ProviderSummary[];
+  uuidOf: (providerId: number) => string;
+  parentUuidOf: (provider: TreeProvider) => string | null;
+  rootUuidOf: (provider: TreeProvider) => string;
+  resourceClassName: (id: number) => string;
+}
+
+/** Trees per batch when there is no limit: bounds the plan held in memory at once. */
+const UNLIMITED_BATCH = 1000;
+
+/** One step of walking the trees in id order. */
+export interface Batch {
+  /** Trees to combine in, in order; with `data`, already loaded. */
+  anchors: number[];
+  data?: TreeData;
+  /** Trees to load first (the sharing providers' own trees). */
+  preload?: number[];
+  /** Where the next batch starts. */
+  after: number;
+  /** Nothing is left after this batch. */
+  done: boolean;
+  /** How many trees this batch looked at (sizes the next one). */
+  scanned: number;
+}
+
+/** Where anchors come from: the general planner, batch by batch of root providers, or the flat path's SQL. */
+export interface AnchorSource {
+  /** The trees after `afterId`, about `count` of them (all when undefined). */
+  next(afterId: number, count: number | undefined): Promise<Batch>;
+  /** Each group's options at an anchor of the latest batch. */
+  optionsAt(anchor: number): GroupOption[][];
+  trees: boolean;
+  rootOf(providerId: number): number | undefined;
+  isSharing(providerId: number): boolean;
+  /** Every anchor yields at most one candidate (flat trees), so batches can be sized from the limit alone. */
+  onePerAnchor: boolean;
+}
+
+export async function generate(
+  tx: Queryable,
+  query: CandidatesQuery,
+  opts: EngineOptions,
+  source: AnchorSource,
+  rcNames: Map<number, string>,
+): Promise<CandidatesResult> {
+  const { params } = query;
+
+  const caps = [params.limit ?? Infinity, opts.maxCandidates > 0 ? opts.maxCandidates : Infinity];
+  const cap = Math.min(...caps);
+
+  const providers = new Map<number, TreeProvider>();
+  const inventories = new Map<number, TreeInventory>();
+  const byProvider = new Map<number, TreeInventory[]>();
+  const traitNames = new Map<number, string[]>();
+  const loadedRoots = new Set<number>();
+  const ingest = (data: TreeData) => {
+    for (const p of data.providers) {
+      providers.set(p.id, p);
+      loadedRoots.add(p.rootId);
+    }
+    for (const inv of data.inventories) {
+      inventories.set(pairKey(inv.providerId, inv.resourceClassId), inv);
+      const list = byProvider.get(inv.providerId) ?? [];
+      list.push(inv);
+      byProvider.set(inv.providerId, list);
+      rcNames.set(inv.resourceClassId, inv.resourceClass);
+    }
+    for (const [rp, names] of data.traits) traitNames.set(rp, names);
+  };
+  const load = async (roots: number[]) => {
+    const missing = roots.filter((r) => !loadedRoots.has(r));
+    if (missing.length === 0) return;
+    for (const r of missing) loadedRoots.add(r);
+    ingest(await loadTrees(tx, missing));
+  };
+
+  const rules = {
+    isolate: params.groupPolicy === "isolate",
+    sameSubtrees: params.sameSubtrees,
+    parentOf: (id: number) => providers.get(id)?.parentId ?? null,
+    capacityOf: (id: number, rc: number) => inventories.get(pairKey(id, rc)),
+  };
+  const excludeNested = !opts.nestedAware && source.trees;
+  const rootOfProvider = (id: number) => providers.get(id)?.rootId ?? source.rootOf(id)!;
+
+  const out: Candidate[] = [];
+  const seen = new Set<string>();
+  const take = (c: Candidate): boolean => {
+    if (excludeNested) {
+      const roots = c.resources.map((r) => rootOfProvider(r.providerId));
+      if (new Set(roots).size !== new Set(c.resources.map((r) => r.providerId)).size) return false;
+    }
+    // Only a candidate made of sharing providers alone can come from several anchors. (Placement
+    // deduplicates each group's requests before merging, which keeps one arbitrary anchor for a
+    // group served by a sharing provider alone and so loses candidates; we keep every anchor.)
+    if (c.resources.every((r) => source.isSharing(r.providerId)) && [...c.mappings.values()].every((ps) => ps.every(source.isSharing))) {
+      const key = candidateKey(c);
+      if (seen.has(key)) return false;
+      seen.add(key);
+    }
+    out.push(c);
+    return out.length >= cap;
+  };
+  const run = async (anchors: number[]): Promise<boolean> => {
+    await load(anchors);
+    const sources = anchors.map((a) => mergeGroups(a, source.optionsAt(a), rules));
+    const stream = opts.strategy === "breadth-first" ? roundRobin(sources) : chain(sources);
+    for (const c of stream) if (take(c)) return true;
+    return false;
+  };
+  if (opts.randomize || opts.strategy === "breadth-first" || (!Number.isFinite(cap) && source.onePerAnchor)) {
+    // Random sampling and breadth-first interleaving need the whole list of trees; so does everything flat.
+    const { anchors, data, preload } = await source.next(0, undefined);
+    await load(preload ?? []);
+    if (data) ingest(data);
+    await run(opts.randomize ? shuffle(anchors) : anchors);
+  } else {
+    // Depth-first under a limit: trees in id order, in batches sized from the candidates per tree seen
+    // so far (a flat tree gives at most one), until enough candidates.
+    let afterId = 0;
+    let scanned = 0;
+    // Without a limit, trees still go in fixed batches so that one batch's plan is in memory at a time.
+    let batch = !Number.isFinite(cap) ? UNLIMITED_BATCH : source.onePerAnchor ? Math.ceil(cap * 1.1) : Math.min(Math.ceil(cap * 1.1), 64);
+    for (;;) {
+      const next = await source.next(afterId, batch);
+      await load(next.preload ?? []);
+      if (next.data) ingest(next.data);
+      if ((next.anchors.length > 0 && (await run(next.anchors))) || next.done) break;
+      afterId = next.after;
+      scanned += next.scanned;
+      if (!Number.isFinite(cap)) continue;
+      const perTree = out.length / scanned;
+      const needed = perTree > 0 ? Math.ceil(((cap - out.length) / perTree) * 1.2) : batch * 4;
+      batch = Math.max(32, Math.min(needed, batch * 8));
+    }
+  }
+  if (opts.randomize) shuffle(out);
+
+  // Summaries: every provider of every tree the candidates take resources from (only the used providers for pre-1.29 requests).
+  const used = new Set(out.flatMap((c) => c.resources.map((r) => r.providerId)));
+  const usedRoots = new Set([...used].map(rootOfProvider));
+  const summaries: ProviderSummary[] = [...providers.values()]
+    .filter((p) => (excludeNested ? used.has(p.id) : usedRoots.has(p.rootId)))
+    .sort((a, b) => a.id - b.id)
+    .map((p) => ({ provider: p, inventories: byProvider.get(p.id) ?? [], traits: traitNames.get(p.id) ?? [] }));
+
+  return {
+    candidates: out,
+    summaries,
+    uuidOf: (id) => providers.get(id)!.uuid,
+    parentUuidOf: (p) => (p.parentId === null ? null : providers.get(p.parentId)!.uuid),
+    rootUuidOf: (p) => providers.get(p.rootId)!.uuid,
+    resourceClassName: (id) => rcNames.get(id)!,
+  };
+}
+
+function* chain<T>(sources: Iterable<Iterator<T>>): Generator<T> {
+  for (const it of sources) {
+    for (let r = it.next(); !r.done; r = it.next()) yield r.value;
+  }
+}
+
+export function emptyResult(rcNames: Map<number, string>): CandidatesResult {
+  return {
+    candidates: [],
+    summaries: [],
+    uuidOf: () => "",
+    parentUuidOf: () => null,
+    rootUuidOf: () => "",
+    resourceClassName: (id) => rcNames.get(id)!,
+  };
+}
