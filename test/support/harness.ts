@@ -47,7 +47,9 @@ export async function startHarness(options: { config?: Partial<Config>; poolSize
   const testDb: TestDatabase = await createTestDatabase();
   const config = testConfig({ DATABASE_URL: testDb.url, ...options.config });
   const log = createLogger("silent");
-  const database = openDatabase(testDb.url, options.poolSize ?? 40, log);
+  // Small by default: two test files run at once against one PostgreSQL
+  // (max_connections 100 by default); race tests ask for the clients they race.
+  const database = openDatabase(testDb.url, options.poolSize ?? 10, log);
   const app = createApp({ db: database.db, config, log });
 
   const request = async (method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> => {
