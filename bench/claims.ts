@@ -145,7 +145,7 @@ async function scheduler(base: string, options: Options, notFull: Set<string>, t
         consumer_type: "INSTANCE",
       }),
     });
-    await res.arrayBuffer();
+    const body = await res.text();
     if (res.status === 204) tally.claims++;
     else if (res.status === 409) {
       tally.conflicts++;
@@ -153,6 +153,7 @@ async function scheduler(base: string, options: Options, notFull: Set<string>, t
     } else {
       tally.errors++;
       notFull.delete(node);
+      if (tally.errors <= 3) process.stderr.write(`unexpected ${res.status} from PUT /allocations: ${body.slice(0, 500)}\n`);
     }
   }
 }
