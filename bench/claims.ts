@@ -18,11 +18,11 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { freePort } from "../src/net.js";
 
 const CLAIM = { VCPU: 1, MEMORY_MB: 2048, DISK_GB: 100 };
 const NODE = { VCPU: 4, MEMORY_MB: 8192, DISK_GB: 400 };
@@ -57,16 +57,6 @@ function parseArgs(args: string[]): Options {
   };
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-    s.on("error", reject);
-  });
-}
 
 async function startServer(databaseUrl: string, workers: number): Promise<{ base: string; child: ChildProcess }> {
   const port = await freePort();

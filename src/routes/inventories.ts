@@ -16,34 +16,15 @@ import {
   addInventory,
   deleteAllInventories,
   deleteInventory,
-  INVENTORY_DEFAULTS,
   listInventories,
-  MAX_INT,
   replaceInventories,
   updateInventory,
   type InventoryData,
 } from "../services/inventories.js";
 import { notFound } from "../http/errors.js";
 import { absoluteUrl, providerUrl } from "./resource-providers.js";
+import { INVENTORY_RECORD, inventoryWithDefaults, RC_PATTERN } from "./inventory-schemas.js";
 
-/** Largest allocation_ratio: a single-precision float column's maximum, as in Placement. */
-const SQL_SP_FLOAT_MAX = 3.40282e38;
-const RC_PATTERN = /^[A-Z0-9_]+$/;
-
-const amount = (min: number) => zInteger({ min, max: MAX_INT });
-
-/** One inventory record; resource_provider_generation may be sent but only the single-record PUT requires it. */
-const INVENTORY_RECORD = z.strictObject({
-  resource_provider_generation: zInteger().optional(),
-  total: amount(1),
-  reserved: amount(0).optional(),
-  min_unit: amount(1).optional(),
-  max_unit: amount(1).optional(),
-  step_size: amount(1).optional(),
-  // Placement sets no lower bound; a ratio of zero or less can never hold an
-  // allocation and the table refuses it, so it is rejected here as bad input.
-  allocation_ratio: z.number().positive().max(SQL_SP_FLOAT_MAX).optional(),
-});
 /** PUT .../inventories/{rc}: the record plus the generation the client saw. */
 const PUT_INVENTORY = INVENTORY_RECORD.extend({ resource_provider_generation: zInteger() });
 /** POST .../inventories: the record plus its class. */
@@ -55,19 +36,6 @@ const PUT_INVENTORIES = z.strictObject({
   // a malformed class name is not a schema error but an unknown class (400).
   inventories: z.record(z.string(), INVENTORY_RECORD),
 });
-
-type InventoryRecord = z.output<typeof INVENTORY_RECORD>;
-
-function withDefaults(r: InventoryRecord): InventoryData {
-  return {
-    total: r.total,
-    reserved: r.reserved ?? INVENTORY_DEFAULTS.reserved,
-    minUnit: r.min_unit ?? INVENTORY_DEFAULTS.minUnit,
-    maxUnit: r.max_unit ?? INVENTORY_DEFAULTS.maxUnit,
-    stepSize: r.step_size ?? INVENTORY_DEFAULTS.stepSize,
-    allocationRatio: r.allocation_ratio ?? INVENTORY_DEFAULTS.allocationRatio,
-  };
-}
 
 function serializeInventory(inv: InventoryData): Record<string, number> {
   return {
@@ -117,7 +85,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       const uuid = c.req.param("uuid");
       await getProviderByUuid(db, uuid);
       const body = await readJsonBody(c, POST_INVENTORY);
-      const inv = withDefaults(body);
+      const inv = inventoryWithDefaults(body);
       const generation = await inTransaction(db, (tx) => addInventory(tx, uuid, body.resource_class, inv, reservedMayEqualTotal(c)));
       c.header("location", absoluteUrl(c, `${providerUrl(uuid)}/inventories/${body.resource_class}`));
       return sendInventory(c, inv, generation, 201);
@@ -130,7 +98,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       // Placement looks the provider up before it reads the body: 404 wins over 400.
       await getProviderByUuid(db, uuid);
       const body = await readJsonBody(c, PUT_INVENTORIES);
-      const items = new Map(Object.entries(body.inventories).map(([rc, r]) => [rc, withDefaults(r)]));
+      const items = new Map(Object.entries(body.inventories).map(([rc, r]) => [rc, inventoryWithDefaults(r)]));
       const generation = await inTransaction(db, (tx) =>
         replaceInventories(tx, uuid, body.resource_provider_generation, items, reservedMayEqualTotal(c)),
       );
@@ -167,7 +135,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       const rc = c.req.param("resource_class");
       await getProviderByUuid(db, uuid);
       const body = await readJsonBody(c, PUT_INVENTORY);
-      const inv = withDefaults(body);
+      const inv = inventoryWithDefaults(body);
       const generation = await inTransaction(db, (tx) =>
         updateInventory(tx, uuid, body.resource_provider_generation, rc, inv, reservedMayEqualTotal(c)),
       );

@@ -8,7 +8,6 @@ import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
 import { badRequest, conflict, ErrorCode } from "../http/errors.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
 import { ResourceClassNotFound } from "../services/allocations.js";
-import { INVENTORY_DEFAULTS, MAX_INT, type InventoryData } from "../services/inventories.js";
 import { reshape } from "../services/reshaper.js";
 import {
   minProperties,
@@ -19,24 +18,11 @@ import {
   type ParsedConsumerBody,
 } from "./allocation-schemas.js";
 import { toConsumerWrite } from "./allocations.js";
-
-const SQL_SP_FLOAT_MAX = 3.40282e38;
-const amount = (min: number) => z.int().min(min).max(MAX_INT);
-
-/** One inventory record of PUT /resource_providers/{uuid}/inventories, the form reshaper takes per provider. */
-const INVENTORY_RECORD = z.strictObject({
-  resource_provider_generation: z.int().optional(),
-  total: amount(1),
-  reserved: amount(0).optional(),
-  min_unit: amount(1).optional(),
-  max_unit: amount(1).optional(),
-  step_size: amount(1).optional(),
-  allocation_ratio: z.number().positive().max(SQL_SP_FLOAT_MAX).optional(),
-});
+import { INVENTORY_RECORD, inventoryWithDefaults, RC_PATTERN } from "./inventory-schemas.js";
 
 const PROVIDER_INVENTORIES = z.strictObject({
   resource_provider_generation: z.int(),
-  inventories: z.record(z.string().regex(/^[A-Z0-9_]+$/), INVENTORY_RECORD),
+  inventories: z.record(z.string().regex(RC_PATTERN), INVENTORY_RECORD),
 });
 
 /** 1.30: at least one provider's inventories, and the allocations (possibly none). */
@@ -56,17 +42,6 @@ function schemaFor(c: AppContext) {
   return POST_RESHAPER_V1_30;
 }
 
-function withDefaults(r: z.output<typeof INVENTORY_RECORD>): InventoryData {
-  return {
-    total: r.total,
-    reserved: r.reserved ?? INVENTORY_DEFAULTS.reserved,
-    minUnit: r.min_unit ?? INVENTORY_DEFAULTS.minUnit,
-    maxUnit: r.max_unit ?? INVENTORY_DEFAULTS.maxUnit,
-    stepSize: r.step_size ?? INVENTORY_DEFAULTS.stepSize,
-    allocationRatio: r.allocation_ratio ?? INVENTORY_DEFAULTS.allocationRatio,
-  };
-}
-
 export function reshaperRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
@@ -81,7 +56,7 @@ export function reshaperRoutes(deps: AppDeps): Hono<AppEnv> {
       const inventories = Object.entries(body.inventories).map(([providerUuid, p]) => ({
         providerUuid,
         generation: p.resource_provider_generation,
-        inventories: new Map(Object.entries(p.inventories).map(([rc, r]) => [rc, withDefaults(r)])),
+        inventories: new Map(Object.entries(p.inventories).map(([rc, r]) => [rc, inventoryWithDefaults(r)])),
       }));
       const allocations = Object.entries(body.allocations).map(([uuid, a]) => toConsumerWrite(c, deps.config, uuid, a));
       try {

@@ -10,7 +10,8 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
-import { cliPath, freePort, startServerProcess } from "../support/server-process.js";
+import { freePort } from "../../src/net.js";
+import { cliPath, startServerProcess } from "../support/server-process.js";
 
 const run = promisify(execFile);
 

@@ -7,7 +7,6 @@
  */
 import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
@@ -15,6 +14,7 @@ import type { TestProject } from "vitest/node";
 import { runMigrations } from "../../src/db/migrate.js";
 import { startEmbeddedPostgres } from "../../src/db/embedded.js";
 import { createLogger } from "../../src/log.js";
+import { freePort } from "../../src/net.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -25,16 +25,6 @@ declare module "vitest" {
 
 const log = createLogger("warn");
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
-}
 
 async function containerDatabase(): Promise<{ url: string; stop: () => Promise<void> } | undefined> {
   try {
