@@ -20,6 +20,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { freePort } from "../src/net.js";
 
 const ADMIN_URL = process.env.BENCH_ADMIN_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -279,18 +280,17 @@ export default async function (args: string[]): Promise<void> {
   const opts = parseArgs(args);
   const rows: Row[] = [];
   let peak = 0;
-  let port = 18900 + Math.floor(Math.random() * 50);
   for (const size of opts.sizes) {
     for (const variant of ["flat", "nested"] as const) {
       const withReference = opts.referenceSizes.includes(size);
       const ourDb = `bench_candidates_ours_${variant}_${size}`;
       const refDb = `bench_candidates_ref_${variant}_${size}`;
-      const ours = await startOurs(await createDb(ourDb), port++);
+      const ours = await startOurs(await createDb(ourDb), await freePort());
       await load(dbUrl(ourDb), variant, size, "aggregates");
       const servers = [{ name: "ours", port: ours.port }];
       let ref: Server | undefined;
       if (withReference) {
-        ref = await startReference(await createDb(refDb), port++);
+        ref = await startReference(await createDb(refDb), await freePort());
         await load(dbUrl(refDb), variant, size, "placement_aggregates");
         servers.push({ name: "reference", port: ref.port });
       }
