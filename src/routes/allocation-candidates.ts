@@ -1,12 +1,15 @@
 /** GET /allocation_candidates (from 1.10): the engine's answer shaped per microversion. */
 import { Hono } from "hono";
 import { authorize } from "../auth/policy.js";
-import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
+import type { AppDeps, AppEnv } from "../http/context.js";
 import { setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
 import { queryPairs } from "../query/query-string.js";
 import { parseCandidatesQuery, type CandidatesQuery } from "../query/request-groups.js";
+import type { Microversion } from "../http/microversion.js";
+import type { Candidate } from "../services/candidates/combine.js";
 import { findCandidates, type CandidatesResult } from "../services/candidates/engine.js";
+import type { Names } from "../services/candidates/generate.js";
 
 export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -16,6 +19,10 @@ export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
       authorize(c, "placement:allocation_candidates:list");
       const query = parseCandidatesQuery(queryPairs(c.req.url), c.get("microversion"));
       const mv = c.get("microversion");
+      const shape = responseShape(mv);
+      // Candidates are written as they are found (JSON text is far smaller than the objects).
+      const written: string[] = [];
+      const writeCandidate = candidateWriter(shape);
       // One read-only snapshot: the narrowing queries and the tree loads must agree.
       const result = await deps.db.transaction(
         (tx) =>
@@ -24,43 +31,61 @@ export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
             randomize: deps.config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
             maxCandidates: deps.config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
             strategy: deps.config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
+            onCandidate: (cand, names) => written.push(writeCandidate(cand, names)),
           }),
         { isolationLevel: "repeatable read", accessMode: "read only" },
       );
+      // With randomize the engine shuffles and returns the list instead.
+      for (const cand of result.candidates) written.push(writeCandidate(cand, result));
       setLastModified(c, new Date());
-      return c.body(body(render(c, query, result), result.candidates.length), 200, { "content-type": "application/json" });
+      return c.body(body(render(shape, query, result, written), result.count), 200, { "content-type": "application/json" });
     },
   });
   return app;
 }
 
-/**
- * The response body written straight as JSON text in one pass over the
- * candidates and the summaries: no intermediate objects per candidate, and
- * each provider's quoted uuid and each class's quoted name made once. It is
- * produced piece by piece (one piece per candidate or summary), so a large
- * answer can be streamed without ever holding the whole text.
- */
-function* render(c: AppContext, query: CandidatesQuery, r: CandidatesResult): Generator<string> {
-  const mv = c.get("microversion");
-  const dictForm = mv.atLeast("1.12");
-  const withMappings = mv.atLeast("1.34");
-  const quotedUuid = new Map<number, string>();
-  const uuidJson = (id: number) => {
-    let q = quotedUuid.get(id);
-    if (q === undefined) quotedUuid.set(id, (q = JSON.stringify(r.uuidOf(id))));
-    return q;
-  };
-  const quotedClass = new Map<number, string>();
-  const classJson = (id: number) => {
-    let q = quotedClass.get(id);
-    if (q === undefined) quotedClass.set(id, (q = JSON.stringify(r.resourceClassName(id))));
-    return q;
-  };
+/** What the response looks like at microversion `mv`. */
+interface ResponseShape {
+  /** 1.12: allocations keyed by provider uuid (a list before). */
+  dictForm: boolean;
+  /** 1.34: mappings of suffixes to providers. */
+  mappings: boolean;
+  /** 1.17: traits in provider summaries. */
+  traits: boolean;
+  /** 1.27: every inventory class in summaries (only the requested ones before). */
+  allClasses: boolean;
+  /** 1.29: parent and root uuids in summaries. */
+  tree: boolean;
+}
 
-  yield '{"allocation_requests":[';
-  let first = true;
-  for (const cand of r.candidates) {
+function responseShape(mv: Microversion): ResponseShape {
+  return {
+    dictForm: mv.atLeast("1.12"),
+    mappings: mv.atLeast("1.34"),
+    traits: mv.atLeast("1.17"),
+    allClasses: mv.atLeast("1.27"),
+    tree: mv.atLeast("1.29"),
+  };
+}
+
+/**
+ * One allocation request as JSON text, without intermediate objects, each
+ * provider's quoted uuid and each class's quoted name made once per request.
+ */
+function candidateWriter(shape: ResponseShape): (cand: Candidate, names: Names) => string {
+  const quotedUuid = new Map<number, string>();
+  const quotedClass = new Map<number, string>();
+  return (cand, names) => {
+    const uuidJson = (id: number) => {
+      let q = quotedUuid.get(id);
+      if (q === undefined) quotedUuid.set(id, (q = JSON.stringify(names.uuidOf(id))));
+      return q;
+    };
+    const classJson = (id: number) => {
+      let q = quotedClass.get(id);
+      if (q === undefined) quotedClass.set(id, (q = JSON.stringify(names.resourceClassName(id))));
+      return q;
+    };
     // Resources grouped by provider, providers in order of first appearance.
     const order: number[] = [];
     const byProvider = new Map<number, string[]>();
@@ -72,38 +97,37 @@ function* render(c: AppContext, query: CandidatesQuery, r: CandidatesResult): Ge
       }
       list.push(`${classJson(rr.resourceClassId)}:${rr.amount}`);
     }
-    const sep = first ? "" : ",";
-    first = false;
-    if (!dictForm) {
+    if (!shape.dictForm) {
       const allocations = order.map((p) => `{"resource_provider":{"uuid":${uuidJson(p)}},"resources":{${byProvider.get(p)!.join(",")}}}`);
-      yield `${sep}{"allocations":[${allocations.join(",")}]}`;
-      continue;
+      return `{"allocations":[${allocations.join(",")}]}`;
     }
     const allocations = order.map((p) => `${uuidJson(p)}:{"resources":{${byProvider.get(p)!.join(",")}}}`);
     let mappings = "";
-    if (withMappings) {
+    if (shape.mappings) {
       const maps: string[] = [];
       for (const [suffix, providers] of cand.mappings) maps.push(`${JSON.stringify(suffix)}:[${providers.map(uuidJson).join(",")}]`);
       mappings = `,"mappings":{${maps.join(",")}}`;
     }
-    yield `${sep}{"allocations":{${allocations.join(",")}}${mappings}}`;
-  }
-  yield '],"provider_summaries":{';
+    return `{"allocations":{${allocations.join(",")}}${mappings}}`;
+  };
+}
 
-  const withTraits = mv.atLeast("1.17");
-  const allClasses = mv.atLeast("1.27");
-  const withTree = mv.atLeast("1.29");
+/** The whole body, piece by piece: the written candidates, then the summaries. */
+function* render(shape: ResponseShape, query: CandidatesQuery, r: CandidatesResult, written: string[]): Generator<string> {
+  yield '{"allocation_requests":[';
+  for (let i = 0; i < written.length; i++) yield i === 0 ? written[i] : `,${written[i]}`;
+  yield '],"provider_summaries":{';
   const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
-  first = true;
+  let first = true;
   for (const s of r.summaries) {
     const resources = s.inventories
-      .filter((inv) => allClasses || requested.has(inv.resourceClass))
+      .filter((inv) => shape.allClasses || requested.has(inv.resourceClass))
       .map((inv) => `${JSON.stringify(inv.resourceClass)}:{"capacity":${inv.capacity},"used":${inv.used}}`);
-    const traits = withTraits ? `,"traits":${JSON.stringify(s.traits)}` : "";
-    const tree = withTree
+    const traits = shape.traits ? `,"traits":${JSON.stringify(s.traits)}` : "";
+    const tree = shape.tree
       ? `,"parent_provider_uuid":${JSON.stringify(r.parentUuidOf(s.provider))},"root_provider_uuid":${JSON.stringify(r.rootUuidOf(s.provider))}`
       : "";
-    yield `${first ? "" : ","}${uuidJson(s.provider.id)}:{"resources":{${resources.join(",")}}${traits}${tree}}`;
+    yield `${first ? "" : ","}${JSON.stringify(r.uuidOf(s.provider.id))}:{"resources":{${resources.join(",")}}${traits}${tree}}`;
     first = false;
   }
   yield "}}";

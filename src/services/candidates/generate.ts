@@ -17,6 +17,18 @@ export interface EngineOptions {
   /** Placement's max_allocation_candidates; -1 for no cap. */
   maxCandidates: number;
   strategy: "depth-first" | "breadth-first";
+  /**
+   * Receives each candidate as it is found, instead of the result collecting
+   * them (not with randomize, which shuffles the whole list): the caller can
+   * render it at once, so a huge answer is never held as objects.
+   */
+  onCandidate?: (candidate: Candidate, names: Names) => void;
+}
+
+/** Lookups from ids to the names a response shows. */
+export interface Names {
+  uuidOf: (providerId: number) => string;
+  resourceClassName: (id: number) => string;
 }
 
 export interface ProviderSummary {
@@ -25,13 +37,13 @@ export interface ProviderSummary {
   traits: string[];
 }
 
-export interface CandidatesResult {
+export interface CandidatesResult extends Names {
+  /** The candidates, unless they went to `onCandidate`. */
   candidates: Candidate[];
+  count: number;
   summaries: ProviderSummary[];
-  uuidOf: (providerId: number) => string;
   parentUuidOf: (provider: TreeProvider) => string | null;
   rootUuidOf: (provider: TreeProvider) => string;
-  resourceClassName: (id: number) => string;
 }
 
 /** Trees per batch when there is no limit: bounds the plan held in memory at once. */
@@ -113,6 +125,10 @@ export async function generate(
   const rootOfProvider = (id: number) => providers.get(id)?.rootId ?? source.rootOf(id)!;
 
   const out: Candidate[] = [];
+  let count = 0;
+  const used = new Set<number>();
+  const sink = opts.randomize ? undefined : opts.onCandidate;
+  const names: Names = { uuidOf: (id) => providers.get(id)!.uuid, resourceClassName: (id) => rcNames.get(id)! };
   const seen = new Set<string>();
   const take = (c: Candidate): boolean => {
     if (excludeNested) {
@@ -127,8 +143,11 @@ export async function generate(
       if (seen.has(key)) return false;
       seen.add(key);
     }
-    out.push(c);
-    return out.length >= cap;
+    count++;
+    for (const rr of c.resources) used.add(rr.providerId);
+    if (sink) sink(c, names);
+    else out.push(c);
+    return count >= cap;
   };
   const run = async (anchors: number[]): Promise<boolean> => {
     await load(anchors);
@@ -158,15 +177,14 @@ export async function generate(
       afterId = next.after;
       scanned += next.scanned;
       if (!Number.isFinite(cap)) continue;
-      const perTree = out.length / scanned;
-      const needed = perTree > 0 ? Math.ceil(((cap - out.length) / perTree) * 1.2) : batch * 4;
+      const perTree = count / scanned;
+      const needed = perTree > 0 ? Math.ceil(((cap - count) / perTree) * 1.2) : batch * 4;
       batch = Math.max(32, Math.min(needed, batch * 8));
     }
   }
   if (opts.randomize) shuffle(out);
 
   // Summaries: every provider of every tree the candidates take resources from (only the used providers for pre-1.29 requests).
-  const used = new Set(out.flatMap((c) => c.resources.map((r) => r.providerId)));
   const usedRoots = new Set([...used].map(rootOfProvider));
   const summaries: ProviderSummary[] = [...providers.values()]
     .filter((p) => (excludeNested ? used.has(p.id) : usedRoots.has(p.rootId)))
@@ -175,11 +193,11 @@ export async function generate(
 
   return {
     candidates: out,
+    count,
     summaries,
-    uuidOf: (id) => providers.get(id)!.uuid,
+    ...names,
     parentUuidOf: (p) => (p.parentId === null ? null : providers.get(p.parentId)!.uuid),
     rootUuidOf: (p) => providers.get(p.rootId)!.uuid,
-    resourceClassName: (id) => rcNames.get(id)!,
   };
 }
 
@@ -192,6 +210,7 @@ function* chain<T>(sources: Iterable<Iterator<T>>): Generator<T> {
 export function emptyResult(rcNames: Map<number, string>): CandidatesResult {
   return {
     candidates: [],
+    count: 0,
     summaries: [],
     uuidOf: () => "",
     parentUuidOf: () => null,
