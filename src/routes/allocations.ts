@@ -20,6 +20,7 @@ import {
   type ConsumerAllocations,
 } from "../services/allocations.js";
 import { findProviderByUuid } from "../services/providers.js";
+import { parseUuid } from "../http/uuid.js";
 import {
   POST_ALLOCATIONS_V1_13,
   POST_ALLOCATIONS_V1_28,
@@ -33,17 +34,6 @@ import {
   PUT_ALLOCATIONS_V1_8,
   type ParsedConsumerBody,
 } from "./allocation-schemas.js";
-
-/**
- * Python's uuid.UUID() forms (dashless, braces, urn:uuid:), normalised to
- * the dashed lower-case form, as Placement does for PUT's path; undefined
- * when it is not a uuid.
- */
-export function normalizeUuid(raw: string): string | undefined {
-  const hex = raw.toLowerCase().replace(/^urn:/, "").replace(/^uuid:/, "").replace(/[{}-]/g, "");
-  if (!/^[0-9a-f]{32}$/.test(hex)) return undefined;
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
 
 /** Turns one consumer's parsed body into the service's terms for the request's microversion. */
 export function toConsumerWrite(c: AppContext, config: Config, consumerUuid: string, body: ParsedConsumerBody): ConsumerAllocations {
@@ -143,7 +133,7 @@ export function allocationRoutes(deps: AppDeps): Hono<AppEnv> {
     PUT: async (c) => {
       authorize(c, "placement:allocations:update");
       const raw = c.req.param("consumer_uuid");
-      const consumerUuid = normalizeUuid(raw);
+      const consumerUuid = parseUuid(raw);
       if (!consumerUuid) throw badRequest(`Malformed consumer_uuid: ${raw}`);
       const parsed = await readJsonBody(c, putSchema(c));
       const body = (c.get("microversion").atLeast("1.12") ? parsed : { ...parsed, allocations: listToDict(parsed as never) }) as ParsedConsumerBody;
