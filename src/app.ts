@@ -4,7 +4,7 @@
  */
 import { Hono } from "hono";
 import type { AppDeps, AppEnv } from "./http/context.js";
-import { badInputFromDatabase, PlacementError, renderError, statusTitle } from "./http/errors.js";
+import { badInputFromDatabase, PlacementError, renderError, unavailableFromDatabase } from "./http/errors.js";
 import { authMiddleware, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
 import { createPolicyEnforcer } from "./auth/policy.js";
 import { rootRoutes } from "./routes/root.js";
@@ -57,7 +57,9 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     const placementError =
       err instanceof PlacementError
         ? err
-        : (badInputFromDatabase(err) ?? internalError(err, deps, c.get("requestId"), c.req.method, c.req.path));
+        : (badInputFromDatabase(err) ??
+          unavailableFromDatabase(err) ??
+          internalError(err, deps, c.get("requestId"), c.req.method, c.req.path));
     const version = c.get("microversion");
     const includeCode = version ? version.atLeast("1.23") : false;
     const headers: Record<string, string> = { ...placementError.headers };
@@ -78,5 +80,3 @@ function internalError(err: Error, deps: AppDeps, requestId: string | undefined,
   deps.log.error("unhandled error", { requestId, method, path, error: err.message, stack: err.stack });
   return new PlacementError(500, `An unexpected error occurred (request ${requestId ?? "unknown"}).`);
 }
-
-export { statusTitle };

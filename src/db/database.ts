@@ -5,6 +5,7 @@
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import pg from "pg";
 import * as schema from "./schema.js";
+import { sqlState } from "./sql-state.js";
 import type { Logger } from "../log.js";
 
 export type Db = NodePgDatabase<typeof schema>;
@@ -36,13 +37,8 @@ export function openDatabase(url: string, poolSize: number, log: Logger): Databa
 const RETRYABLE = new Set(["40P01", "40001"]);
 
 export function isRetryable(err: unknown): boolean {
-  let e: unknown = err;
-  for (let depth = 0; e && depth < 5; depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && RETRYABLE.has(code)) return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
+  const state = sqlState(err);
+  return state !== undefined && RETRYABLE.has(state);
 }
 
 /**

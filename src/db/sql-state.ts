@@ -1,12 +1,18 @@
-/** Reading PostgreSQL's SQLSTATE out of an error, through drizzle's wrapping. */
-export function sqlState(err: unknown): string | undefined {
+/** The `code`s along an error's cause chain (drizzle wraps pg's errors, which carry SQLSTATEs or errno names). */
+export function errorCodes(err: unknown): string[] {
+  const codes: string[] = [];
   let e: unknown = err;
   for (let depth = 0; e && depth < 5; depth++) {
     const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
+    if (typeof code === "string") codes.push(code);
     e = (e as { cause?: unknown }).cause;
   }
-  return undefined;
+  return codes;
+}
+
+/** Reading PostgreSQL's SQLSTATE out of an error, through drizzle's wrapping. */
+export function sqlState(err: unknown): string | undefined {
+  return errorCodes(err).find((code) => /^[0-9A-Z]{5}$/.test(code));
 }
 
 /**

@@ -6,7 +6,7 @@
  * HTTP. Unknown exceptions become a 500 whose detail says nothing internal.
  */
 
-import { BAD_INPUT_SQLSTATES, sqlState } from "../db/sql-state.js";
+import { BAD_INPUT_SQLSTATES, errorCodes, sqlState } from "../db/sql-state.js";
 import { bestMatch } from "./accept.js";
 
 /** Stable error codes. Clients match on these strings: do not change them. */
@@ -143,6 +143,18 @@ export function renderError(
 
 function escapeHtml(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+/**
+ * A 503 when the database cannot take the request right now (out of
+ * connections, restarting, unreachable): the client should retry, and an
+ * operator should look at the database, not at our code.
+ */
+export function unavailableFromDatabase(err: unknown): PlacementError | undefined {
+  const state = sqlState(err);
+  const unreachable = errorCodes(err).some((code) => ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT"].includes(code));
+  if (!unreachable && !(state && (state.startsWith("08") || ["53300", "57P01", "57P03"].includes(state)))) return undefined;
+  return new PlacementError(503, "The database is unavailable or out of connections; retry later.");
 }
 
 /** A 400 for a database error that bad client input caused (see BAD_INPUT_SQLSTATES); undefined for any other error. */
