@@ -23,6 +23,7 @@
 import { sql } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { badRequest, conflict } from "../http/errors.js";
+import type { InventoryData } from "./inventories.js";
 import { consumerGenerationConflict, deleteConsumersWithoutAllocations, lockConsumers, upsertConsumers } from "./consumers.js";
 
 /** Amounts by resource class name. */
@@ -58,17 +59,7 @@ type ProviderLock = {
   uuid: string;
 };
 
-type InventoryUsage = {
-  providerId: number;
-  classId: number;
-  total: number;
-  reserved: number;
-  minUnit: number;
-  maxUnit: number;
-  stepSize: number;
-  allocationRatio: number;
-  used: number;
-};
+type InventoryUsage = InventoryData & { providerId: number; classId: number; used: number };
 
 type Wanted = { consumerId: number; providerId: number; providerUuid: string; className: string; classId: number; used: number };
 

@@ -17,14 +17,14 @@ import { bumpProviderGeneration, canBeStored, checkGeneration, lockProviderByUui
 /** Largest value of an integer inventory field (a signed 32-bit column). */
 export const MAX_INT = 2147483647;
 
-export interface InventoryData {
+export type InventoryData = {
   total: number;
   reserved: number;
   minUnit: number;
   maxUnit: number;
   stepSize: number;
   allocationRatio: number;
-}
+};
 
 export interface InventoryView extends InventoryData {
   resourceClass: string;
