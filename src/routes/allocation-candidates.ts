@@ -8,7 +8,8 @@ import { queryPairs } from "../query/query-string.js";
 import { parseCandidatesQuery, type CandidatesQuery } from "../query/request-groups.js";
 import type { Microversion } from "../http/microversion.js";
 import type { Candidate } from "../services/candidates/combine.js";
-import { findCandidates, type CandidatesResult } from "../services/candidates/engine.js";
+import { checkNames, findCandidates, type CandidatesResult } from "../services/candidates/engine.js";
+import { flatCandidates, flatEligible, type FlatAnchor } from "../services/candidates/flat-sql.js";
 import type { Names } from "../services/candidates/generate.js";
 
 export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
@@ -20,6 +21,17 @@ export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
       const query = parseCandidatesQuery(queryPairs(c.req.url), c.get("microversion"));
       const mv = c.get("microversion");
       const shape = responseShape(mv);
+      const { PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: randomize, PLACEMENT_MAX_ALLOCATION_CANDIDATES: max } = deps.config;
+      // Flat deployments (most clouds) are answered by one prepared statement, outside any transaction.
+      if (flatEligible(query, randomize)) {
+        const cap = Math.min(query.params.limit ?? Infinity, max > 0 ? max : Infinity);
+        const flat = await flatCandidates(deps.db, query, shape.allClasses, Number.isFinite(cap) ? cap : undefined);
+        checkNames(query, flat.names);
+        if (!flat.names.hasTrees && !flat.names.hasSharing) {
+          setLastModified(c, new Date());
+          return c.body(body(renderFlat(shape, query, flat.anchors), flat.anchors.length), 200, { "content-type": "application/json" });
+        }
+      }
       // Candidates are written as they are found (JSON text is far smaller than the objects).
       const written: string[] = [];
       const writeCandidate = candidateWriter(shape);
@@ -28,8 +40,8 @@ export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
         (tx) =>
           findCandidates(tx, query, {
             nestedAware: mv.atLeast("1.29"),
-            randomize: deps.config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
-            maxCandidates: deps.config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+            randomize,
+            maxCandidates: max,
             strategy: deps.config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
             onCandidate: (cand, names) => written.push(writeCandidate(cand, names)),
           }),
@@ -129,6 +141,39 @@ function* render(shape: ResponseShape, query: CandidatesQuery, r: CandidatesResu
       : "";
     yield `${first ? "" : ","}${JSON.stringify(r.uuidOf(s.provider.id))}:{"resources":{${resources.join(",")}}${traits}${tree}}`;
     first = false;
+  }
+  yield "}}";
+}
+
+/**
+ * The flat answer: every candidate is one provider taking every group's
+ * resources (amounts of a class added up, classes in order of first mention),
+ * so one template per request, split where the provider's uuid goes.
+ */
+function* renderFlat(shape: ResponseShape, query: CandidatesQuery, anchors: FlatAnchor[]): Generator<string> {
+  const amounts = new Map<string, number>();
+  for (const g of query.groups) for (const [rc, amount] of g.resources) amounts.set(rc, (amounts.get(rc) ?? 0) + amount);
+  const resources = `{"resources":{${[...amounts].map(([rc, n]) => `${JSON.stringify(rc)}:${n}`).join(",")}}}`;
+  // Pieces between which the quoted uuid goes.
+  let pieces: string[];
+  if (!shape.dictForm) pieces = ['{"allocations":[{"resource_provider":{"uuid":', `},${resources.slice(1)}]}`];
+  else if (!shape.mappings) pieces = ['{"allocations":{', `:${resources}}}`];
+  else {
+    const [first, ...rest] = query.groups.map((g) => `${JSON.stringify(g.suffix)}:[`);
+    pieces = ['{"allocations":{', `:${resources}},"mappings":{${first}`, ...rest.map((m) => `],${m}`), "]}}"];
+  }
+  yield '{"allocation_requests":[';
+  for (let i = 0; i < anchors.length; i++) {
+    const uuid = JSON.stringify(anchors[i].uuid);
+    yield (i === 0 ? "" : ",") + pieces.join(uuid);
+  }
+  yield '],"provider_summaries":{';
+  for (let i = 0; i < anchors.length; i++) {
+    const a = anchors[i];
+    const uuid = JSON.stringify(a.uuid);
+    const traits = shape.traits ? `,"traits":${a.traits}` : "";
+    const tree = shape.tree ? `,"parent_provider_uuid":null,"root_provider_uuid":${uuid}` : "";
+    yield `${i === 0 ? "" : ","}${uuid}:{"resources":{${a.resources}}${traits}${tree}}`;
   }
   yield "}}";
 }

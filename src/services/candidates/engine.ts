@@ -22,8 +22,13 @@
  * it returns, not of all of them. Randomized requests shuffle the trees and
  * take them in that order (a random sample of trees, not everything generated
  * then sampled); breadth-first interleaves the trees' candidates.
- * Without trees and sharing providers (most clouds) flat.ts replaces steps
- * 1-2 with one filter query that also takes the limit. Summaries are built
+ * Without trees and sharing providers (most clouds) the route first tries
+ * flat-sql.ts: one prepared statement that looks up the names, checks the
+ * deployment is flat and returns each candidate's summary as JSON text, with
+ * no transaction and no engine at all (see its header for the plan). Requests
+ * it does not take (randomize, resourceless groups, isolate of granular
+ * groups) come here, where flat.ts replaces steps 1-2 with one filter query
+ * that also takes the limit. Summaries are built
  * once, from the loaded trees, for the trees the returned candidates use.
  */
 import { badRequest } from "../../http/errors.js";
@@ -32,6 +37,7 @@ import type { CandidatesQuery, RequestGroup } from "../../query/request-groups.j
 import { unique } from "../../query/values.js";
 import { spreadOptions, type GroupOption, type ResourceRequest } from "./combine.js";
 import { planFlat } from "./flat.js";
+import { SHARING_TRAIT } from "./flat-sql.js";
 import { emptyResult, generate, type AnchorSource, type CandidatesResult, type EngineOptions } from "./generate.js";
 import {
   lookupNames,
@@ -47,7 +53,21 @@ import {
 
 export type { CandidatesResult, EngineOptions, ProviderSummary } from "./generate.js";
 
-export const SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE";
+export { SHARING_TRAIT };
+
+const groupTraits = (g: RequestGroup) => [...g.traits.required.flat(), ...g.traits.forbidden];
+
+/** Placement's 400s for unknown names, in its order: anchor traits, then each group's classes and traits. */
+export function checkNames(query: CandidatesQuery, names: NameLookup): void {
+  const { resourceClasses: rcIds, traits: tIds } = names;
+  for (const t of [...query.params.rootRequired, ...query.params.rootForbidden]) if (!tIds.has(t)) throw badRequest(`No such trait(s): ${t}.`);
+  for (const g of query.groups) {
+    for (const rc of g.resources.keys()) {
+      if (!rcIds.has(rc)) throw badRequest(`Invalid resource class in resources parameter: No such resource class ${rc}.`);
+    }
+    for (const t of groupTraits(g)) if (!tIds.has(t)) throw badRequest(`No such trait(s): ${t}.`);
+  }
+}
 
 
 /** Per group: the options of each anchor tree, or (unsuffixed group over trees) the per-class choices to spread over. */
@@ -62,21 +82,14 @@ export async function findCandidates(tx: Queryable, query: CandidatesQuery, opts
   const { groups, params } = query;
 
   // Names first, with Placement's 400s, in its order: anchor traits, then each group's classes and traits.
-  const groupTraits = (g: RequestGroup) => [...g.traits.required.flat(), ...g.traits.forbidden];
   const names = await lookupNames(
     tx,
     unique(groups.flatMap((g) => [...g.resources.keys()])),
     unique([...params.rootRequired, ...params.rootForbidden, ...groups.flatMap(groupTraits), SHARING_TRAIT]),
     unique(groups.flatMap((g) => [...g.aggregates.memberOf.flat(), ...g.aggregates.forbidden])),
   );
-  const { resourceClasses: rcIds, traits: tIds } = names;
-  for (const t of [...params.rootRequired, ...params.rootForbidden]) if (!tIds.has(t)) throw badRequest(`No such trait(s): ${t}.`);
-  for (const g of groups) {
-    for (const rc of g.resources.keys()) {
-      if (!rcIds.has(rc)) throw badRequest(`Invalid resource class in resources parameter: No such resource class ${rc}.`);
-    }
-    for (const t of groupTraits(g)) if (!tIds.has(t)) throw badRequest(`No such trait(s): ${t}.`);
-  }
+  checkNames(query, names);
+  const { resourceClasses: rcIds } = names;
   const rcNames = new Map([...rcIds].map(([name, id]) => [id, name]));
 
   // in_tree roots; an unknown provider means no candidates at all.

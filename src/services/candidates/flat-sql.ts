@@ -1,0 +1,178 @@
+/**
+ * The flat fast path in one statement: name lookup, the "is this deployment
+ * flat?" check, the filter and everything the response shows about each
+ * matching provider, in a single round trip with no transaction around it (one
+ * statement is one snapshot). It runs as a named (prepared) statement, so
+ * PostgreSQL plans each request shape once per connection.
+ *
+ * Why it is fast (1,000 flat compute nodes, 2 cores; before: lookup, filter
+ * and loadTrees in a transaction, 5 round trips, ~11 ms of SQL):
+ * - Capacity is one streaming aggregation over `inventories` in provider
+ *   order, one row per inventory with its usage from a LATERAL probe of
+ *   allocations_provider_class_idx, instead of a correlated count per provider
+ *   (which rebuilt a hash per provider: 5 us each). The HAVING count is `>=`,
+ *   not `=`, on purpose: PostgreSQL's default selectivity for `>=` makes it
+ *   expect many matches, so under a LIMIT it walks
+ *   inventories_provider_class_unique in order and stops early (3 ms at 10,000
+ *   providers with LIMIT 1000, where `=` sorts everything: 18 ms):
+ *     Merge Join (inv.resource_provider_id = rp.id)
+ *       -> Limit -> GroupAggregate (Group Key: inv.resource_provider_id)
+ *            -> Nested Loop -> Hash Left Join (inv, req) ... -> Aggregate on allocations
+ *       -> Index Scan using resource_providers_pkey on resource_providers rp
+ *       SubPlan: traits of the provider (resource_provider_traits pkey)
+ * - The same pass renders each provider's summary resources as JSON text, so
+ *   no inventory rows travel and Node only splices strings.
+ * - Several groups asking for one class on the one provider are checked as
+ *   Placement's merge does, in the same pass: per class the smallest amount
+ *   against min_unit, their sum against max_unit and capacity, and their gcd
+ *   against step_size (each amount is a multiple of step_size iff the gcd is).
+ * Rows: `k` 'c'/'t'/'a' (a name and its id), 'n' (some provider has a parent),
+ * 's' (some provider shares), 'r' (an in_tree provider and its root), 'x' (a
+ * candidate: id, uuid, summary resources, traits as a JSON array).
+ */
+import { createHash } from "node:crypto";
+import type pg from "pg";
+import type { Db } from "../../db/database.js";
+import type { CandidatesQuery, RequestGroup } from "../../query/request-groups.js";
+import { unique } from "../../query/values.js";
+import type { NameLookup } from "./sql.js";
+
+export const SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE";
+
+export interface FlatAnchor {
+  uuid: string;
+  /** Summary resources as JSON members ("VCPU":{"capacity":..,"used":..},...); empty when none shown. */
+  resources: string;
+  /** JSON array text. */
+  traits: string;
+}
+
+export interface FlatAnswer {
+  names: NameLookup;
+  /** In_tree uuid to its root id. */
+  inTree: Map<string, number>;
+  anchors: FlatAnchor[];
+}
+
+/** Whether the one-statement path can answer this request (otherwise the general engine does). */
+export function flatEligible(query: CandidatesQuery, randomize: boolean): boolean {
+  const { groups, params } = query;
+  if (randomize) return false;
+  // Resourceless groups, and two granular groups under isolate, are rare: the engine handles them.
+  if (groups.some((g) => g.resources.size === 0)) return false;
+  return !(params.groupPolicy === "isolate" && groups.filter((g) => g.useSameProvider).length > 1);
+}
+
+/** Per requested class: smallest amount, sum, gcd (see the header). */
+function classRequests(groups: RequestGroup[]): Map<string, { lo: number; total: number; g: number }> {
+  const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+  const out = new Map<string, { lo: number; total: number; g: number }>();
+  for (const g of groups) {
+    for (const [rc, amount] of g.resources) {
+      const r = out.get(rc);
+      if (!r) out.set(rc, { lo: amount, total: amount, g: amount });
+      else out.set(rc, { lo: Math.min(r.lo, amount), total: r.total + amount, g: gcd(r.g, amount) });
+    }
+  }
+  return out;
+}
+
+/**
+ * drizzle's handle made by drizzle(pool) carries the pool as `$client` (its
+ * Db type does not say so); named statements and array rows need pg itself.
+ */
+function poolOf(db: Db): pg.Pool {
+  const pool = (db as unknown as { $client?: pg.Pool }).$client;
+  if (!pool?.query) throw new Error("the database handle has no pg pool");
+  return pool;
+}
+
+export async function flatCandidates(db: Db, query: CandidatesQuery, allClasses: boolean, limit: number | undefined): Promise<FlatAnswer> {
+  const { groups, params } = query;
+  const values: unknown[] = [];
+  const p = (v: unknown) => `$${values.push(v)}`;
+  const ids = (kind: "t" | "a", names: Iterable<string>) => `ARRAY(SELECT id FROM names WHERE k = '${kind}' AND s = ANY(${p([...names])}::text[]))`;
+  const ID = "inv.resource_provider_id";
+  const has = (table: "resource_provider_traits" | "resource_provider_aggregates", column: string, list: string) =>
+    `EXISTS (SELECT 1 FROM ${table} m WHERE m.resource_provider_id = ${ID} AND m.${column} = ANY(${list}))`;
+
+  const traitNames = unique([...params.rootRequired, ...params.rootForbidden, ...groups.flatMap((g) => [...g.traits.required.flat(), ...g.traits.forbidden]), SHARING_TRAIT]);
+  const aggUuids = unique(groups.flatMap((g) => [...g.aggregates.memberOf.flat(), ...g.aggregates.forbidden]));
+  const inTreeUuids = unique(groups.flatMap((g) => (g.inTree ? [g.inTree] : [])));
+  const requests = classRequests(groups);
+
+  const conditions: string[] = [];
+  const traitFilter = (required: string[][], forbidden: Iterable<string>) => {
+    for (const anyOf of required) conditions.push(has("resource_provider_traits", "trait_id", ids("t", anyOf)));
+    const f = [...forbidden];
+    if (f.length > 0) conditions.push(`NOT ${has("resource_provider_traits", "trait_id", ids("t", f))}`);
+  };
+  for (const g of groups) {
+    traitFilter(g.traits.required, g.traits.forbidden);
+    for (const anyOf of g.aggregates.memberOf) conditions.push(has("resource_provider_aggregates", "aggregate_id", ids("a", anyOf)));
+    if (g.aggregates.forbidden.size > 0) conditions.push(`NOT ${has("resource_provider_aggregates", "aggregate_id", ids("a", g.aggregates.forbidden))}`);
+    // A flat provider is its own root.
+    if (g.inTree) conditions.push(`${ID} = (SELECT id FROM names WHERE k = 'r' AND s = ${p(g.inTree)}::text)`);
+  }
+  traitFilter(params.rootRequired.map((t) => [t]), params.rootForbidden);
+
+  // The names' parameters come first so the text reads in order; the rest were pushed above.
+  const head = [p([...requests.keys()]), p(traitNames), p(aggUuids), p(inTreeUuids)];
+  const req = [p([...requests.keys()]), p([...requests.values()].map((r) => r.lo)), p([...requests.values()].map((r) => r.total)), p([...requests.values()].map((r) => r.g))];
+  const text = `WITH names AS MATERIALIZED (
+      SELECT 'c' AS k, id, name::text AS s FROM resource_classes WHERE name = ANY(${head[0]}::varchar[])
+      UNION ALL SELECT 't', id, name::text FROM traits WHERE name = ANY(${head[1]}::varchar[])
+      UNION ALL SELECT 'a', id, uuid::text FROM aggregates WHERE uuid = ANY(${head[2]}::varchar[])
+      UNION ALL (SELECT 'n', id, '' FROM resource_providers WHERE parent_provider_id IS NOT NULL LIMIT 1)
+      UNION ALL (SELECT 's', rpt.resource_provider_id, '' FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id
+                 WHERE t.name = '${SHARING_TRAIT}' LIMIT 1)
+      UNION ALL SELECT 'r', root_provider_id, uuid::text FROM resource_providers WHERE uuid = ANY(${head[3]}::varchar[])
+    ), req AS MATERIALIZED (
+      SELECT rc.id AS rc, x.lo, x.total, x.g
+      FROM unnest(${req[0]}::varchar[], ${req[1]}::int[], ${req[2]}::int[], ${req[3]}::int[]) AS x(name, lo, total, g)
+      JOIN resource_classes rc ON rc.name = x.name
+    ), anchor AS (
+      SELECT ${ID} AS id,
+             string_agg('"' || rc.name || '":{"capacity":' || floor((inv.total - inv.reserved) * inv.allocation_ratio)::bigint
+                        || ',"used":' || u.used || '}', ',' ORDER BY inv.resource_class_id)
+               FILTER (WHERE ${p(allClasses)}::boolean OR r.rc IS NOT NULL) AS res
+      FROM inventories inv
+      JOIN resource_classes rc ON rc.id = inv.resource_class_id
+      LEFT JOIN req r ON r.rc = inv.resource_class_id
+      CROSS JOIN LATERAL (SELECT coalesce(sum(a.used), 0) AS used FROM allocations a
+                          WHERE a.resource_provider_id = inv.resource_provider_id AND a.resource_class_id = inv.resource_class_id) u
+      WHERE NOT EXISTS (SELECT 1 FROM names WHERE k IN ('n', 's'))
+        ${conditions.map((c) => `AND ${c}`).join("\n        ")}
+      GROUP BY ${ID}
+      HAVING count(*) FILTER (WHERE inv.min_unit <= r.lo AND inv.max_unit >= r.total AND r.g % inv.step_size = 0
+                                AND u.used + r.total <= (inv.total - inv.reserved) * inv.allocation_ratio) >= ${p(requests.size)}::int
+      ORDER BY ${ID} LIMIT ${p(limit ?? null)}::bigint
+    )
+    SELECT k, id, s, NULL AS res, NULL AS traits FROM names
+    UNION ALL
+    (SELECT 'x', a.id, rp.uuid::text, a.res, tr.names
+     FROM anchor a JOIN resource_providers rp ON rp.id = a.id
+     LEFT JOIN (SELECT rpt.resource_provider_id AS id, json_agg(t.name ORDER BY t.id)::text AS names
+                FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id GROUP BY 1) tr ON tr.id = a.id
+     ORDER BY a.id)`;
+  // One prepared statement per request shape and connection; the name is the text's hash.
+  const name = `ac_flat_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`;
+  const result = await poolOf(db).query<unknown[]>({ name, text, values, rowMode: "array" });
+
+  const names: NameLookup = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), hasTrees: false, hasSharing: false };
+  const inTree = new Map<string, number>();
+  const anchors: FlatAnchor[] = [];
+  for (const row of result.rows) {
+    const k = row[0] as string;
+    if (k === "x") anchors.push({ uuid: row[2] as string, resources: (row[3] as string | null) ?? "", traits: (row[4] as string | null) ?? "[]" });
+    else if (k === "c") names.resourceClasses.set(row[2] as string, row[1] as number);
+    else if (k === "t") names.traits.set(row[2] as string, row[1] as number);
+    else if (k === "a") names.aggregates.set(row[2] as string, row[1] as number);
+    else if (k === "r") inTree.set(row[2] as string, row[1] as number);
+    else if (k === "n") names.hasTrees = true;
+    else names.hasSharing = true;
+  }
+  // An unknown in_tree provider means no candidates at all, whichever group names it.
+  if (inTreeUuids.some((u) => !inTree.has(u))) anchors.length = 0;
+  return { names, inTree, anchors };
+}
