@@ -46,6 +46,24 @@ describe("flat deployments", () => {
     expect((await get(`resources1=${CPU}:1&resources2=${CPU}:1&group_policy=isolate`)).body.allocation_requests).toEqual([]);
   });
 
+  it("checks each group's amount against min_unit and step_size and their sum against max_unit and capacity, as the merge does", async () => {
+    const CPU = custom("CPU");
+    const p = await d.provider({ inventory: { [CPU]: { total: 12, minUnit: 2, maxUnit: 8, stepSize: 2 } } });
+    await d.allocate(p, CPU, 2);
+    const both = (a: number, b: number) => get(`resources1=${CPU}:${a}&resources2=${CPU}:${b}&group_policy=none`);
+    expect(uuids(await both(2, 4))).toEqual([p.uuid]);
+    // 1 is below min_unit, 3 is off the step, 6 + 4 is above max_unit, 8 + 2 (plus the 2 used) is within capacity but not max_unit.
+    for (const [a, b] of [[1, 3], [2, 3], [6, 4], [8, 2]]) expect(uuids(await both(a, b))).toEqual([]);
+    // Usage shows in the summary, and before 1.27 only the requested classes do.
+    const MEM = custom("MEM");
+    const q = await d.provider({ inventory: { [CPU]: 4, [MEM]: 8 } });
+    await d.allocate(q, MEM, 3);
+    const res = await get(`resources=${CPU}:4`);
+    expect(res.body.provider_summaries[q.uuid].resources).toEqual({ [CPU]: { capacity: 4, used: 0 }, [MEM]: { capacity: 8, used: 3 } });
+    const old = await get(`resources=${CPU}:4`, "1.26");
+    expect(old.body.provider_summaries[q.uuid].resources).toEqual({ [CPU]: { capacity: 4, used: 0 } });
+  });
+
   it("walks providers in batches until the limit is met", async () => {
     const CPU = custom("CPU");
     const made = [];

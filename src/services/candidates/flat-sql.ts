@@ -5,27 +5,42 @@
  * statement is one snapshot). It runs as a named (prepared) statement, so
  * PostgreSQL plans each request shape once per connection.
  *
- * Why it is fast (1,000 flat compute nodes, 2 cores; before: lookup, filter
- * and loadTrees in a transaction, 5 round trips, ~11 ms of SQL):
- * - Capacity is one streaming aggregation over `inventories` in provider
- *   order, one row per inventory with its usage from a LATERAL probe of
- *   allocations_provider_class_idx, instead of a correlated count per provider
- *   (which rebuilt a hash per provider: 5 us each). The HAVING count is `>=`,
- *   not `=`, on purpose: PostgreSQL's default selectivity for `>=` makes it
- *   expect many matches, so under a LIMIT it walks
- *   inventories_provider_class_unique in order and stops early (3 ms at 10,000
- *   providers with LIMIT 1000, where `=` sorts everything: 18 ms):
- *     Merge Join (inv.resource_provider_id = rp.id)
- *       -> Limit -> GroupAggregate (Group Key: inv.resource_provider_id)
- *            -> Nested Loop -> Hash Left Join (inv, req) ... -> Aggregate on allocations
- *       -> Index Scan using resource_providers_pkey on resource_providers rp
- *       SubPlan: traits of the provider (resource_provider_traits pkey)
- * - The same pass renders each provider's summary resources as JSON text, so
- *   no inventory rows travel and Node only splices strings.
+ * Why it is fast (1,000 flat compute nodes, 2 cores, PostgreSQL 15; before:
+ * lookup, filter and loadTrees in a transaction, 5 round trips, ~11 ms of
+ * SQL; now one round trip of ~5 ms):
+ * - Capacity is one aggregation over `inventories` walked in provider order
+ *   (inventories_provider_class_unique), stopping at the LIMIT, instead of a
+ *   correlated count per provider (which rebuilt a hash per provider: 5 us
+ *   each). The HAVING count is `>=`, not `=`, on purpose: PostgreSQL's default
+ *   selectivity for `>=` makes it expect many matches, so it keeps the ordered
+ *   walk (3 ms at 10,000 providers with LIMIT 1000, where `=` sorts everything:
+ *   18 ms). It can be `>=` because each class joins at most one request row.
+ * - Usage is one GROUP BY of `allocations` joined to the inventory rows, not a
+ *   correlated sum per inventory row: with 60,000 allocation rows over 1,000
+ *   providers the correlated sums took 31 ms, the join 12 ms (and with none,
+ *   1.5 ms less). Its cost grows with all allocations, not with the answer.
+ * - The same pass renders each provider's summary resources as JSON text
+ *   (class names are [A-Z0-9_]+, nothing to escape), so no inventory rows
+ *   travel and Node only splices strings; traits come as json_agg text.
  * - Several groups asking for one class on the one provider are checked as
  *   Placement's merge does, in the same pass: per class the smallest amount
  *   against min_unit, their sum against max_unit and capacity, and their gcd
  *   against step_size (each amount is a multiple of step_size iff the gcd is).
+ * - Named statement: after five runs PostgreSQL keeps a generic plan and
+ *   skips the ~2 ms of planning. The generic plan (EXPLAIN ANALYZE, plain
+ *   request, LIMIT 1000):
+ *     Append
+ *       -> CTE Scan on names        (names, 'n' and 's' by index, once)
+ *       -> Merge Left Join (traits as json_agg per provider)
+ *            -> Sort -> Hash Join (resource_providers for the uuid)
+ *                 -> Limit -> GroupAggregate (Group Key: inv.resource_provider_id)
+ *                      One-Time Filter: NOT (some provider has a parent or shares)
+ *                      -> Nested Loop Left Join (req: the requested classes)
+ *                           -> Merge Left Join (usage: GroupAggregate of allocations)
+ *                                -> Index Scan using inventories_provider_class_unique
+ *            -> GroupAggregate -> Hash Join resource_provider_traits, traits
+ *   Trait and aggregate filters are semi/anti-joins under the GroupAggregate,
+ *   so filtered-out providers are never rendered.
  * Rows: `k` 'c'/'t'/'a' (a name and its id), 'n' (some provider has a parent),
  * 's' (some provider shares), 'r' (an in_tree provider and its root), 'x' (a
  * candidate: id, uuid, summary resources, traits as a JSON array).
@@ -124,8 +139,8 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, allClasses:
       UNION ALL SELECT 't', id, name::text FROM traits WHERE name = ANY(${head[1]}::varchar[])
       UNION ALL SELECT 'a', id, uuid::text FROM aggregates WHERE uuid = ANY(${head[2]}::varchar[])
       UNION ALL (SELECT 'n', id, '' FROM resource_providers WHERE parent_provider_id IS NOT NULL LIMIT 1)
-      UNION ALL (SELECT 's', rpt.resource_provider_id, '' FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id
-                 WHERE t.name = '${SHARING_TRAIT}' LIMIT 1)
+      UNION ALL (SELECT 's', rpt.resource_provider_id, '' FROM resource_provider_traits rpt
+                 WHERE rpt.trait_id = (SELECT id FROM traits WHERE name = '${SHARING_TRAIT}') LIMIT 1)
       UNION ALL SELECT 'r', root_provider_id, uuid::text FROM resource_providers WHERE uuid = ANY(${head[3]}::varchar[])
     ), req AS MATERIALIZED (
       SELECT rc.id AS rc, x.lo, x.total, x.g
@@ -139,8 +154,9 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, allClasses:
       FROM inventories inv
       JOIN resource_classes rc ON rc.id = inv.resource_class_id
       LEFT JOIN req r ON r.rc = inv.resource_class_id
-      CROSS JOIN LATERAL (SELECT coalesce(sum(a.used), 0) AS used FROM allocations a
-                          WHERE a.resource_provider_id = inv.resource_provider_id AND a.resource_class_id = inv.resource_class_id) u
+      LEFT JOIN (SELECT a.resource_provider_id AS rp, a.resource_class_id AS rc, sum(a.used) AS used FROM allocations a GROUP BY 1, 2) u0
+        ON u0.rp = inv.resource_provider_id AND u0.rc = inv.resource_class_id
+      CROSS JOIN LATERAL (SELECT coalesce(u0.used, 0) AS used) u
       WHERE NOT EXISTS (SELECT 1 FROM names WHERE k IN ('n', 's'))
         ${conditions.map((c) => `AND ${c}`).join("\n        ")}
       GROUP BY ${ID}
