@@ -173,9 +173,18 @@ function* renderFlat(shape: ResponseShape, query: CandidatesQuery, anchors: Flat
     const uuid = JSON.stringify(a.uuid);
     const traits = shape.traits ? `,"traits":${a.traits}` : "";
     const tree = shape.tree ? `,"parent_provider_uuid":null,"root_provider_uuid":${uuid}` : "";
-    yield `${i === 0 ? "" : ","}${uuid}:{"resources":{${a.resources}}${traits}${tree}}`;
+    yield `${i === 0 ? "" : ","}${uuid}:{"resources":{${summaryResources(a.resources)}}${traits}${tree}}`;
   }
   yield "}}";
+}
+
+/** "NAME capacity used NAME capacity used ..." (class names are [A-Z0-9_]+) as JSON members. */
+function summaryResources(compact: string): string {
+  if (compact === "") return "";
+  const f = compact.split(" ");
+  let out = "";
+  for (let i = 0; i < f.length; i += 3) out += `${i === 0 ? "" : ","}"${f[i]}":{"capacity":${f[i + 1]},"used":${f[i + 2]}}`;
+  return out;
 }
 
 /** Above this many candidates the body is streamed in chunks rather than built whole (bounds memory for huge answers). */
