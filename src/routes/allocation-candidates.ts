@@ -171,7 +171,7 @@ function* renderFlat(shape: ResponseShape, query: CandidatesQuery, anchors: Flat
   for (let i = 0; i < anchors.length; i++) {
     const a = anchors[i];
     const uuid = JSON.stringify(a.uuid);
-    const traits = shape.traits ? `,"traits":${a.traits}` : "";
+    const traits = shape.traits ? `,"traits":[${a.traits === "" ? "" : `"${a.traits.replaceAll(" ", '","')}"`}]` : "";
     const tree = shape.tree ? `,"parent_provider_uuid":null,"root_provider_uuid":${uuid}` : "";
     yield `${i === 0 ? "" : ","}${uuid}:{"resources":{${summaryResources(a.resources)}}${traits}${tree}}`;
   }

@@ -23,7 +23,7 @@
  *   string ("VCPU 512 0 DISK_GB 2000 0"; class names are [A-Z0-9_]+), so no
  *   inventory rows travel; the route turns it into JSON (PostgreSQL building
  *   the JSON itself cost 0.7 ms more per 3,000 inventories than Node does).
- *   Traits come as json_agg text.
+ *   Traits likewise, space-separated in id order (json_agg: 0.2 ms more).
  * - Several groups asking for one class on the one provider are checked as
  *   Placement's merge does, in the same pass: per class the smallest amount
  *   against min_unit, their sum against max_unit and capacity, and their gcd
@@ -36,7 +36,7 @@
  *   request, LIMIT 1000):
  *     Append
  *       -> CTE Scan on names        (names, 'n' and 's' by index, once)
- *       -> Merge Left Join (traits as json_agg per provider)
+ *       -> Merge Left Join (traits per provider)
  *            -> Sort -> Hash Join (resource_providers for the uuid)
  *                 -> Limit -> GroupAggregate (Group Key: inv.resource_provider_id)
  *                      One-Time Filter: NOT (some provider has a parent or shares)
@@ -49,7 +49,7 @@
  *   so filtered-out providers are never rendered.
  * Rows: `k` 'c'/'t'/'a' (a name and its id), 'n' (some provider has a parent),
  * 's' (some provider shares), 'r' (an in_tree provider and its root), 'x' (a
- * candidate: id, uuid, summary resources, traits as a JSON array).
+ * candidate: id, uuid, summary resources, traits).
  */
 import { createHash } from "node:crypto";
 import type pg from "pg";
@@ -64,7 +64,7 @@ export interface FlatAnchor {
   uuid: string;
   /** Summary resources as "NAME capacity used NAME capacity used ..."; empty when none shown. */
   resources: string;
-  /** JSON array text. */
+  /** Trait names in id order, space-separated (trait names are [A-Z0-9_]+). */
   traits: string;
 }
 
@@ -170,7 +170,7 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, allClasses:
     UNION ALL
     (SELECT 'x', a.id, rp.uuid::text, a.res, tr.names
      FROM anchor a JOIN resource_providers rp ON rp.id = a.id
-     LEFT JOIN (SELECT rpt.resource_provider_id AS id, json_agg(t.name ORDER BY t.id)::text AS names
+     LEFT JOIN (SELECT rpt.resource_provider_id AS id, string_agg(t.name, ' ' ORDER BY t.id) AS names
                 FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id GROUP BY 1) tr ON tr.id = a.id
      ORDER BY a.id)`;
   // One prepared statement per request shape and connection; the name is the text's hash.
@@ -182,7 +182,7 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, allClasses:
   const anchors: FlatAnchor[] = [];
   for (const row of result.rows) {
     const k = row[0] as string;
-    if (k === "x") anchors.push({ uuid: row[2] as string, resources: (row[3] as string | null) ?? "", traits: (row[4] as string | null) ?? "[]" });
+    if (k === "x") anchors.push({ uuid: row[2] as string, resources: (row[3] as string | null) ?? "", traits: (row[4] as string | null) ?? "" });
     else if (k === "c") names.resourceClasses.set(row[2] as string, row[1] as number);
     else if (k === "t") names.traits.set(row[2] as string, row[1] as number);
     else if (k === "a") names.aggregates.set(row[2] as string, row[1] as number);
