@@ -1,6 +1,8 @@
 /**
- * The fast path for deployments without trees and without sharing providers
- * (every provider is a tree of one, which is most clouds): every request
+ * The engine's path for deployments without trees and without sharing
+ * providers (every provider is a tree of one, which is most clouds), for the
+ * requests flat-sql.ts's single statement does not take (randomize,
+ * resourceless groups, isolate of granular groups): every request
  * group must then be satisfied by the anchor itself, so the whole filter
  * (capacity for every group's classes, every group's traits and aggregates,
  * root_required, in_tree) is one SQL query over resource_providers in id
