@@ -9,7 +9,7 @@ import { parseCandidatesQuery, type CandidatesQuery } from "../query/request-gro
 import type { Microversion } from "../http/microversion.js";
 import type { Candidate } from "../services/candidates/combine.js";
 import { checkNames, findCandidates, type CandidatesResult } from "../services/candidates/engine.js";
-import { flatCandidates, flatEligible, type FlatAnchor } from "../services/candidates/flat-sql.js";
+import { flatCandidates, flatEligible, type FlatAnswer } from "../services/candidates/flat-sql.js";
 import type { Names } from "../services/candidates/generate.js";
 
 export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
@@ -29,7 +29,7 @@ export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
         checkNames(query, flat.names);
         if (!flat.names.hasTrees && !flat.names.hasSharing) {
           setLastModified(c, new Date());
-          return c.body(body(renderFlat(shape, query, flat.anchors), flat.anchors.length), 200, { "content-type": "application/json" });
+          return c.body(body(renderFlat(shape, query, flat), flat.anchors.length), 200, { "content-type": "application/json" });
         }
       }
       // Candidates are written as they are found (JSON text is far smaller than the objects).
@@ -150,7 +150,7 @@ function* render(shape: ResponseShape, query: CandidatesQuery, r: CandidatesResu
  * resources (amounts of a class added up, classes in order of first mention),
  * so one template per request, split where the provider's uuid goes.
  */
-function* renderFlat(shape: ResponseShape, query: CandidatesQuery, anchors: FlatAnchor[]): Generator<string> {
+function* renderFlat(shape: ResponseShape, query: CandidatesQuery, { anchors, classNames }: FlatAnswer): Generator<string> {
   const amounts = new Map<string, number>();
   for (const g of query.groups) for (const [rc, amount] of g.resources) amounts.set(rc, (amounts.get(rc) ?? 0) + amount);
   const resources = `{"resources":{${[...amounts].map(([rc, n]) => `${JSON.stringify(rc)}:${n}`).join(",")}}}`;
@@ -168,22 +168,23 @@ function* renderFlat(shape: ResponseShape, query: CandidatesQuery, anchors: Flat
     yield (i === 0 ? "" : ",") + pieces.join(uuid);
   }
   yield '],"provider_summaries":{';
+  const capacityKey = new Map([...classNames].map(([id, name]) => [String(id), `${JSON.stringify(name)}:{"capacity":`]));
   for (let i = 0; i < anchors.length; i++) {
     const a = anchors[i];
     const uuid = JSON.stringify(a.uuid);
     const traits = shape.traits ? `,"traits":[${a.traits === "" ? "" : `"${a.traits.replaceAll(" ", '","')}"`}]` : "";
     const tree = shape.tree ? `,"parent_provider_uuid":null,"root_provider_uuid":${uuid}` : "";
-    yield `${i === 0 ? "" : ","}${uuid}:{"resources":{${summaryResources(a.resources)}}${traits}${tree}}`;
+    yield `${i === 0 ? "" : ","}${uuid}:{"resources":{${summaryResources(a.resources, capacityKey)}}${traits}${tree}}`;
   }
   yield "}}";
 }
 
-/** "NAME capacity used NAME capacity used ..." (class names are [A-Z0-9_]+) as JSON members. */
-function summaryResources(compact: string): string {
+/** "classId capacity used classId capacity used ..." as JSON members, with each class's `"NAME":{"capacity":` made once. */
+function summaryResources(compact: string, capacityKey: Map<string, string>): string {
   if (compact === "") return "";
   const f = compact.split(" ");
   let out = "";
-  for (let i = 0; i < f.length; i += 3) out += `${i === 0 ? "" : ","}"${f[i]}":{"capacity":${f[i + 1]},"used":${f[i + 2]}}`;
+  for (let i = 0; i < f.length; i += 3) out += `${i === 0 ? "" : ","}${capacityKey.get(f[i])}${f[i + 1]},"used":${f[i + 2]}}`;
   return out;
 }
 

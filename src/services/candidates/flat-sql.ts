@@ -20,7 +20,7 @@
  *   providers the correlated sums took 31 ms, the join 12 ms (and with none,
  *   1.5 ms less). Its cost grows with all allocations, not with the answer.
  * - The same pass writes each provider's summary resources as one compact
- *   string ("VCPU 512 0 DISK_GB 2000 0"; class names are [A-Z0-9_]+), so no
+ *   string ("0 512 0 2 2000 0": class id, capacity, used), so no
  *   inventory rows travel; the route turns it into JSON (PostgreSQL building
  *   the JSON itself cost 0.7 ms more per 3,000 inventories than Node does).
  *   Traits likewise, space-separated in id order (json_agg: 0.2 ms more).
@@ -30,7 +30,9 @@
  *   against step_size (each amount is a multiple of step_size iff the gcd is).
  * - Each inventory row finds its class's requested amounts by array_position
  *   in the parameter arrays rather than by joining a table of requests (a
- *   generic plan nested-loops that join: 5.8 -> 5.0 ms).
+ *   generic plan nested-loops that join: 5.8 -> 5.0 ms), and no row joins
+ *   resource_classes: the requested ids are one InitPlan, and every class's
+ *   name comes back once in the 'c' rows (0.6 ms less).
  * - Named statement: after five runs PostgreSQL keeps a generic plan and
  *   skips the ~2 ms of planning. The generic plan (EXPLAIN ANALYZE, plain
  *   request, LIMIT 1000):
@@ -40,14 +42,12 @@
  *            -> Sort -> Hash Join (resource_providers for the uuid)
  *                 -> Limit -> GroupAggregate (Group Key: inv.resource_provider_id)
  *                      One-Time Filter: NOT (some provider has a parent or shares)
- *                      -> Nested Loop (resource_classes by Memoize; the requested amounts
- *                         are read from the parameter arrays at the class's position)
- *                           -> Merge Left Join (usage: GroupAggregate of allocations)
+ *                      -> Merge Left Join (usage: GroupAggregate of allocations)
  *                                -> Index Scan using inventories_provider_class_unique
  *            -> GroupAggregate -> Hash Join resource_provider_traits, traits
  *   Trait and aggregate filters are semi/anti-joins under the GroupAggregate,
  *   so filtered-out providers are never rendered.
- * Rows: `k` 'c'/'t'/'a' (a name and its id), 'n' (some provider has a parent),
+ * Rows: `k` 'c' (every resource class), 't'/'a' (a name asked for and its id), 'n' (some provider has a parent),
  * 's' (some provider shares), 'r' (an in_tree provider and its root), 'x' (a
  * candidate: id, uuid, summary resources, traits).
  */
@@ -62,7 +62,7 @@ export const SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE";
 
 export interface FlatAnchor {
   uuid: string;
-  /** Summary resources as "NAME capacity used NAME capacity used ..."; empty when none shown. */
+  /** Summary resources as "classId capacity used classId capacity used ..."; empty when none shown. */
   resources: string;
   /** Trait names in id order, space-separated (trait names are [A-Z0-9_]+). */
   traits: string;
@@ -73,6 +73,8 @@ export interface FlatAnswer {
   /** In_tree uuid to its root id. */
   inTree: Map<string, number>;
   anchors: FlatAnchor[];
+  /** Every resource class id to its name (the summaries name classes nobody asked for). */
+  classNames: Map<number, string>;
 }
 
 /** Whether the one-statement path can answer this request (otherwise the general engine does). */
@@ -138,23 +140,24 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, allClasses:
   traitFilter(params.rootRequired.map((t) => [t]), params.rootForbidden);
 
   // The names' parameters come first so the text reads in order; the rest were pushed above.
-  const head = [p([...requests.keys()]), p(traitNames), p(aggUuids), p(inTreeUuids)];
+  const head = [p(traitNames), p(aggUuids), p(inTreeUuids)];
   const req = [p([...requests.keys()]), p([...requests.values()].map((r) => r.lo)), p([...requests.values()].map((r) => r.total)), p([...requests.values()].map((r) => r.g))];
   const text = `WITH names AS MATERIALIZED (
-      SELECT 'c' AS k, id, name::text AS s FROM resource_classes WHERE name = ANY(${head[0]}::varchar[])
-      UNION ALL SELECT 't', id, name::text FROM traits WHERE name = ANY(${head[1]}::varchar[])
-      UNION ALL SELECT 'a', id, uuid::text FROM aggregates WHERE uuid = ANY(${head[2]}::varchar[])
+      SELECT 'c' AS k, id, name::text AS s FROM resource_classes
+      UNION ALL SELECT 't', id, name::text FROM traits WHERE name = ANY(${head[0]}::varchar[])
+      UNION ALL SELECT 'a', id, uuid::text FROM aggregates WHERE uuid = ANY(${head[1]}::varchar[])
       UNION ALL (SELECT 'n', id, '' FROM resource_providers WHERE parent_provider_id IS NOT NULL LIMIT 1)
       UNION ALL (SELECT 's', rpt.resource_provider_id, '' FROM resource_provider_traits rpt
                  WHERE rpt.trait_id = (SELECT id FROM traits WHERE name = '${SHARING_TRAIT}') LIMIT 1)
-      UNION ALL SELECT 'r', root_provider_id, uuid::text FROM resource_providers WHERE uuid = ANY(${head[3]}::varchar[])
+      UNION ALL SELECT 'r', root_provider_id, uuid::text FROM resource_providers WHERE uuid = ANY(${head[2]}::varchar[])
     ), anchor AS (
       SELECT ${ID} AS id,
-             string_agg(rc.name || ' ' || floor((inv.total - inv.reserved) * inv.allocation_ratio)::bigint || ' ' || u.used, ' ')
+             string_agg(inv.resource_class_id || ' ' || floor((inv.total - inv.reserved) * inv.allocation_ratio)::bigint || ' ' || u.used, ' ')
                FILTER (WHERE ${p(allClasses)}::boolean OR r.i IS NOT NULL) AS res
       FROM inventories inv
-      JOIN resource_classes rc ON rc.id = inv.resource_class_id
-      CROSS JOIN LATERAL (SELECT array_position(${req[0]}::text[], rc.name::text) AS i) r
+      CROSS JOIN LATERAL (SELECT array_position(ARRAY(SELECT rc.id FROM unnest(${req[0]}::text[]) WITH ORDINALITY AS x(name, i)
+                                                      JOIN resource_classes rc ON rc.name = x.name ORDER BY x.i),
+                                                inv.resource_class_id) AS i) r
       LEFT JOIN (SELECT a.resource_provider_id AS rp, a.resource_class_id AS rc, sum(a.used) AS used FROM allocations a GROUP BY 1, 2) u0
         ON u0.rp = inv.resource_provider_id AND u0.rc = inv.resource_class_id
       CROSS JOIN LATERAL (SELECT coalesce(u0.used, 0) AS used) u
@@ -179,11 +182,15 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, allClasses:
 
   const names: NameLookup = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), hasTrees: false, hasSharing: false };
   const inTree = new Map<string, number>();
+  const classNames = new Map<number, string>();
   const anchors: FlatAnchor[] = [];
   for (const row of result.rows) {
     const k = row[0] as string;
     if (k === "x") anchors.push({ uuid: row[2] as string, resources: (row[3] as string | null) ?? "", traits: (row[4] as string | null) ?? "" });
-    else if (k === "c") names.resourceClasses.set(row[2] as string, row[1] as number);
+    else if (k === "c") {
+      names.resourceClasses.set(row[2] as string, row[1] as number);
+      classNames.set(row[1] as number, row[2] as string);
+    }
     else if (k === "t") names.traits.set(row[2] as string, row[1] as number);
     else if (k === "a") names.aggregates.set(row[2] as string, row[1] as number);
     else if (k === "r") inTree.set(row[2] as string, row[1] as number);
@@ -192,5 +199,5 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, allClasses:
   }
   // An unknown in_tree provider means no candidates at all, whichever group names it.
   if (inTreeUuids.some((u) => !inTree.has(u))) anchors.length = 0;
-  return { names, inTree, anchors };
+  return { names, inTree, anchors, classNames };
 }
