@@ -62,6 +62,14 @@ describe("flat deployments", () => {
     expect(res.body.provider_summaries[q.uuid].resources).toEqual({ [CPU]: { capacity: 4, used: 0 }, [MEM]: { capacity: 8, used: 3 } });
     const old = await get(`resources=${CPU}:4`, "1.26");
     expect(old.body.provider_summaries[q.uuid].resources).toEqual({ [CPU]: { capacity: 4, used: 0 } });
+    // Usage counts the same when aggregates narrow the providers first.
+    const agg = randomUUID();
+    const r = await d.provider({ inventory: { [CPU]: 4 }, aggregates: [agg] });
+    await d.allocate(r, CPU, 3);
+    expect(uuids(await get(`resources=${CPU}:2&member_of=${agg}`))).toEqual([]);
+    const narrowed = await get(`resources=${CPU}:1&member_of=${agg}`);
+    expect(uuids(narrowed)).toEqual([r.uuid]);
+    expect(narrowed.body.provider_summaries[r.uuid].resources).toEqual({ [CPU]: { capacity: 4, used: 3 } });
   });
 
   it("walks providers in batches until the limit is met", async () => {
