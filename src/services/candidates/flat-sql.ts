@@ -41,8 +41,8 @@
  *   every inventory and aggregates usage before the aggregate filter, where
  *   a plan for the actual aggregate starts from its few members (10,000
  *   nodes, 600,000 allocation rows, member_of of 500: 103 ms generic, 41 ms
- *   planned each time; 1,000 nodes without allocations: 1.4 vs 2.0 ms). The generic plan (EXPLAIN ANALYZE, plain
- *   request, LIMIT 1000):
+ *   planned each time; 1,000 nodes without allocations: 1.4 vs 2.0 ms).
+ *   The generic plan (EXPLAIN ANALYZE, plain request, LIMIT 1000):
  *     Append
  *       -> CTE Scan on names        (names, 'n' and 's' by index, once)
  *       -> Merge Left Join (traits per provider)
@@ -50,13 +50,14 @@
  *                 -> Limit -> GroupAggregate (Group Key: inv.resource_provider_id)
  *                      One-Time Filter: NOT (some provider has a parent or shares)
  *                      -> Merge Left Join (usage: GroupAggregate of allocations)
- *                                -> Index Scan using inventories_provider_class_unique
+ *                           -> Index Scan using inventories_provider_class_unique
  *            -> GroupAggregate -> Hash Join resource_provider_traits, traits
  *   Trait and aggregate filters are semi/anti-joins under the GroupAggregate,
  *   so filtered-out providers are never rendered.
- * Rows: `k` 'c' (every resource class), 't'/'a' (a name asked for and its id), 'n' (some provider has a parent),
- * 's' (some provider shares), 'r' (an in_tree provider and its root), 'x' (a
- * candidate: id, uuid, summary resources, traits).
+ * Rows: `k` 'c' (every resource class), 't'/'a' (a name asked for and its
+ * id), 'n' (some provider has a parent), 's' (some provider shares), 'r' (an
+ * in_tree provider and its root), 'x' (a candidate: id, uuid, summary
+ * resources, traits).
  */
 import { createHash } from "node:crypto";
 import type pg from "pg";
