@@ -119,5 +119,3 @@ function findPlacementVersion(headerValue: string): string | undefined {
   return undefined;
 }
 
-export const minVersion = MIN;
-export const maxVersion = MAX;

@@ -6,7 +6,7 @@ import type { Handler, Hono } from "hono";
 import type { AppEnv } from "./context.js";
 import { notAcceptable, PlacementError } from "./errors.js";
 import { acceptsJson } from "./middleware.js";
-import { Microversion, type VersionString } from "./microversion.js";
+import type { VersionString } from "./microversion.js";
 import type { AppContext } from "./context.js";
 
 type Method = "GET" | "PUT" | "POST" | "DELETE" | "PATCH";
@@ -67,4 +67,3 @@ export function requireMicroversion(c: AppContext, since: VersionString, status:
   throw new PlacementError(404, "");
 }
 
-export { Microversion };

@@ -29,4 +29,3 @@ export function canonicalUuid(value: string): string {
   return parseUuid(value) ?? value.toLowerCase();
 }
 
-export { isUuidLike };

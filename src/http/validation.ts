@@ -6,7 +6,7 @@
  * into the jsonschema wording for the same rule.
  */
 import type { z } from "zod";
-import { badRequest, PlacementError } from "./errors.js";
+import { badRequest } from "./errors.js";
 
 /** Python's repr() of a JSON value, as jsonschema prints instances. */
 export function pyRepr(value: unknown): string {
@@ -187,4 +187,3 @@ export function parseJson(text: string): unknown {
   }
 }
 
-export { PlacementError };

@@ -27,10 +27,6 @@ export function allValues(pairs: QueryPairs, key: string): string[] {
   return pairs.filter(([k]) => k === key).map(([, v]) => v);
 }
 
-export function firstValue(pairs: QueryPairs, key: string): string | undefined {
-  return pairs.find(([k]) => k === key)?.[1];
-}
-
 /** Validates the last-value dictionary; a failure is Placement's 400 with the jsonschema text. */
 export function validateQuery<S extends z.ZodType>(schema: S, pairs: QueryPairs): z.output<S> {
   const dict = lastValues(pairs);

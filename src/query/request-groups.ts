@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { badRequest, ErrorCode } from "../http/errors.js";
 import type { Microversion } from "../http/microversion.js";
+import { pyRepr } from "../http/validation.js";
 import { allValues, validateQuery, type QueryPairs } from "./query-string.js";
 import {
   parseInTree,
@@ -15,7 +16,6 @@ import {
   parseResources,
   parseRootRequired,
   parseTraitValues,
-  pyRepr,
   type AggregateFilter,
   type TraitFilter,
 } from "./values.js";

@@ -7,7 +7,6 @@
  */
 import { badRequest, ErrorCode } from "../http/errors.js";
 import type { Microversion } from "../http/microversion.js";
-import { pyRepr } from "../http/validation.js";
 
 /** A trait expression: every inner list must be matched by at least one of its traits (AND of ORs). */
 export interface TraitFilter {
@@ -170,4 +169,3 @@ export function unique<T>(items: T[]): T[] {
   return [...new Set(items)];
 }
 
-export { pyRepr };

@@ -7,32 +7,27 @@
  */
 import { sql, type SQL } from "drizzle-orm";
 
+/**
+ * Membership of a provider in a link table (traits or aggregates): for every
+ * inner list at least one of its ids, and none of `forbidden`. The table and
+ * column names are constants of this module, never input.
+ */
+function membershipConditions(id: SQL, table: SQL, column: SQL, anyOfEach: number[][], forbidden: number[]): SQL[] {
+  const member = (ids: number[]) =>
+    sql`EXISTS (SELECT 1 FROM ${table} m WHERE m.resource_provider_id = ${id} AND m.${column} = ANY(${sql.param(ids)}::int[]))`;
+  const out = anyOfEach.map(member);
+  if (forbidden.length > 0) out.push(sql`NOT ${member(forbidden)}`);
+  return out;
+}
+
 /** Has, for every inner list, at least one of its traits; has none of `forbidden`. */
 export function traitConditions(id: SQL, required: number[][], forbidden: number[]): SQL[] {
-  const out = required.map(
-    (anyOf) =>
-      sql`EXISTS (SELECT 1 FROM resource_provider_traits rpt WHERE rpt.resource_provider_id = ${id} AND rpt.trait_id = ANY(${sql.param(anyOf)}::int[]))`,
-  );
-  if (forbidden.length > 0) {
-    out.push(
-      sql`NOT EXISTS (SELECT 1 FROM resource_provider_traits rpt WHERE rpt.resource_provider_id = ${id} AND rpt.trait_id = ANY(${sql.param(forbidden)}::int[]))`,
-    );
-  }
-  return out;
+  return membershipConditions(id, sql.raw("resource_provider_traits"), sql.raw("trait_id"), required, forbidden);
 }
 
 /** Member of at least one aggregate of every inner list; of none of `forbidden`. */
 export function aggregateConditions(id: SQL, memberOf: number[][], forbidden: number[]): SQL[] {
-  const out = memberOf.map(
-    (anyOf) =>
-      sql`EXISTS (SELECT 1 FROM resource_provider_aggregates rpa WHERE rpa.resource_provider_id = ${id} AND rpa.aggregate_id = ANY(${sql.param(anyOf)}::int[]))`,
-  );
-  if (forbidden.length > 0) {
-    out.push(
-      sql`NOT EXISTS (SELECT 1 FROM resource_provider_aggregates rpa WHERE rpa.resource_provider_id = ${id} AND rpa.aggregate_id = ANY(${sql.param(forbidden)}::int[]))`,
-    );
-  }
-  return out;
+  return membershipConditions(id, sql.raw("resource_provider_aggregates"), sql.raw("aggregate_id"), memberOf, forbidden);
 }
 
 /**

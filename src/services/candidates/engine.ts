@@ -53,7 +53,6 @@ import {
 
 export type { CandidatesResult, EngineOptions, ProviderSummary } from "./generate.js";
 
-export { SHARING_TRAIT };
 
 const groupTraits = (g: RequestGroup) => [...g.traits.required.flat(), ...g.traits.forbidden];
 

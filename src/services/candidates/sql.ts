@@ -66,14 +66,6 @@ export async function lookupNames(tx: Queryable, classes: string[], traitNames: 
   return out;
 }
 
-export async function resourceClassIds(tx: Queryable, names: string[]): Promise<Map<string, number>> {
-  return (await lookupNames(tx, names, [], [])).resourceClasses;
-}
-
-export async function traitIds(tx: Queryable, names: string[]): Promise<Map<string, number>> {
-  return (await lookupNames(tx, [], names, [])).traits;
-}
-
 export interface CapacityRequest {
   resourceClassId: number;
   amount: number;
