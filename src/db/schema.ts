@@ -7,8 +7,10 @@
  * offers or what is consumed from it bumps `resource_providers.generation` in
  * the same transaction, and every write to a consumer's allocations bumps
  * `consumers.generation`. Writers lock the rows they change with
- * SELECT ... FOR UPDATE (consumers first, then providers, each in id order),
- * so two writers can never both succeed from the same generation.
+ * SELECT ... FOR UPDATE (consumers first, then providers, each in id order,
+ * then the inventory rows whose `used` the write changes, in id order and all
+ * at once), so two writers can never both succeed from the same generation
+ * and never deadlock.
  */
 import { sql } from "drizzle-orm";
 import {
@@ -77,6 +79,12 @@ export const inventories = pgTable(
     maxUnit: integer("max_unit").notNull(),
     stepSize: integer("step_size").notNull().default(1),
     allocationRatio: doublePrecision("allocation_ratio").notNull().default(1),
+    /**
+     * Units allocated from this inventory: always the sum of `allocations.used`
+     * for the same provider and class, kept by triggers on both tables (see the
+     * inventory_usage_triggers migration), so reads need not sum allocations.
+     */
+    used: bigint("used", { mode: "number" }).notNull().default(0),
     ...timestamps,
   },
   (t) => [
@@ -86,6 +94,7 @@ export const inventories = pgTable(
     check("inventories_reserved_range", sql`${t.reserved} >= 0 AND ${t.reserved} <= ${t.total}`),
     check("inventories_units_positive", sql`${t.minUnit} >= 1 AND ${t.maxUnit} >= 1 AND ${t.stepSize} >= 1`),
     check("inventories_allocation_ratio_positive", sql`${t.allocationRatio} > 0`),
+    check("inventories_used_nonnegative", sql`${t.used} >= 0`),
   ],
 );
 

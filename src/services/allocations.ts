@@ -15,15 +15,16 @@
  * a stale snapshot. A claim that fits therefore succeeds even if another
  * claim committed first; a 409 means the capacity really is gone or the
  * consumer generation really is stale. Locks are taken consumers first (in
- * uuid order), then providers (in id order), so writers queue instead of
- * deadlocking; a deadlock that still happens (with a writer outside this
- * module that locks providers in another order) is retried whole by
- * inTransaction.
+ * uuid order), then providers (in id order), then the inventory rows whose
+ * stored usage (`inventories.used`, kept by triggers) the write changes (in
+ * id order, all at once), so writers queue instead of deadlocking; a
+ * deadlock that still happens (with a writer outside this module that locks
+ * in another order) is retried whole by inTransaction.
  */
 import { sql } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { badRequest, conflict } from "../http/errors.js";
-import type { InventoryData } from "./inventories.js";
+import { inventoryRowsToLock, type InventoryData } from "./inventories.js";
 import { consumerGenerationConflict, deleteConsumersWithoutAllocations, lockConsumers, upsertConsumers } from "./consumers.js";
 
 /** Amounts by resource class name. */
@@ -95,12 +96,14 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
   // and the resource classes, all resolved before any capacity check
   // (Placement's order), in the same round trip.
   const emptied = rows.filter((_, i) => Object.keys(writes[i].allocations).length === 0);
+  const existing = rows.filter((r) => !r.created).map((r) => r.id);
   const requestedUuids = [...new Set(writes.flatMap((w) => Object.keys(w.allocations)))];
   const classNames = [...new Set(writes.flatMap((w) => Object.values(w.allocations).flatMap((r) => Object.keys(r))))];
   const { providers, classIds } = await lockProvidersAndResolveClasses(
     tx,
     requestedUuids,
     emptied.filter((r) => !r.created).map((r) => r.id),
+    existing,
     classNames,
   );
   const providerByUuid = new Map(providers.map((p) => [p.uuid, p]));
@@ -110,7 +113,6 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
   for (const name of classNames) if (!classIds.has(name)) throw new ResourceClassNotFound(name);
 
   // 3. Clean slate for these consumers (a consumer created just now has nothing to remove).
-  const existing = rows.filter((r) => !r.created).map((r) => r.id);
   if (existing.length > 0) await tx.execute(sql`DELETE FROM allocations WHERE consumer_id = ANY(${sql.param(existing)}::int[])`);
 
   // 4. Check against what everyone else holds, as committed now, and write.
@@ -130,15 +132,27 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
 /**
  * Locks providers by uuid and by id together, in id order, and returns those
  * found, with the ids of the named resource classes (unknown names are
- * simply absent).
+ * simply absent). When existing consumers are rewritten (their old
+ * allocations deleted, then new ones inserted: two statements whose usage
+ * triggers each lock inventory rows), also locks, after the providers, the
+ * inventory rows of those providers and of the ones the rewritten consumers
+ * hold allocations on, all at once in id order (see inventoryRowsToLock).
+ * A claim for new consumers changes usage in one statement and skips this.
  */
 async function lockProvidersAndResolveClasses(
   tx: Tx,
   uuids: string[],
   emptiedConsumerIds: number[],
+  rewrittenConsumerIds: number[],
   classNames: string[],
 ): Promise<{ providers: ProviderLock[]; classIds: Map<string, number> }> {
-  const res = await tx.execute<{ kind: "p" | "c"; id: number; name: string }>(sql`
+  // UNION ALL runs its branches in order: the provider locks are all taken before the inventory locks.
+  const inventoryLocks =
+    rewrittenConsumerIds.length === 0
+      ? sql``
+      : sql`UNION ALL
+    SELECT 'i', count(*)::int, '' FROM (${inventoryRowsToLock(sql`SELECT id FROM locked`, rewrittenConsumerIds)}) inventory_rows`;
+  const res = await tx.execute<{ kind: "p" | "c" | "i"; id: number; name: string }>(sql`
     WITH locked AS (
       SELECT id, uuid FROM resource_providers
       WHERE uuid = ANY(${sql.param(uuids)}::text[])
@@ -147,7 +161,8 @@ async function lockProvidersAndResolveClasses(
     )
     SELECT 'p' AS kind, id, uuid AS name FROM locked
     UNION ALL
-    SELECT 'c', id, name FROM resource_classes WHERE name = ANY(${sql.param(classNames)}::text[])`);
+    SELECT 'c', id, name FROM resource_classes WHERE name = ANY(${sql.param(classNames)}::text[])
+    ${inventoryLocks}`);
   return {
     providers: res.rows.filter((r) => r.kind === "p").map((r) => ({ id: r.id, uuid: r.name })),
     classIds: new Map(res.rows.filter((r) => r.kind === "c").map((r) => [r.name, r.id])),

@@ -8,7 +8,7 @@
  * deliberately); only removing an inventory that still has allocations is
  * refused (409 `placement.inventory.inuse`).
  */
-import { and, asc, eq, inArray } from "drizzle-orm";
+import { and, asc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { allocations, inventories, resourceClasses } from "../db/schema.js";
 import { badRequest, conflict, ErrorCode, notFound, type PlacementError } from "../http/errors.js";
@@ -132,6 +132,31 @@ export interface SetInventoryOptions {
 }
 
 /**
+ * The inventory rows of the providers `providerIds` (a subquery or an array
+ * expression) and of every provider the consumers `consumerIds` hold
+ * allocations on, locked in id order: a SELECT to run as one statement or
+ * as a CTE.
+ *
+ * Why: triggers on allocations keep `inventories.used` (migration
+ * inventory_usage_triggers) and lock the rows each statement changes, in id
+ * order within that statement. A transaction that changes allocations or
+ * inventories in several statements (a rewrite deletes a consumer's old
+ * allocations, then inserts the new ones) would take those locks in several
+ * batches in no fixed order, and two such transactions, or one and a
+ * DELETE of a consumer's allocations, could each hold a row the other waits
+ * for. Taking every row it will change in one id-ordered batch, after its
+ * consumer and provider locks, keeps one global order: consumers, providers,
+ * inventory rows. A transaction that changes usage in one statement needs
+ * nothing more than the trigger's own batch.
+ */
+export function inventoryRowsToLock(providerIds: SQL, consumerIds: readonly number[]): SQL {
+  return sql`SELECT id FROM inventories
+    WHERE resource_provider_id IN (${providerIds})
+       OR resource_provider_id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY(${sql.param(consumerIds)}::int[]))
+    ORDER BY id FOR UPDATE`;
+}
+
+/**
  * Makes `items` the provider's whole inventory: adds, updates and removes
  * rows, then bumps the generation. The caller holds the provider's row lock
  * (and has checked the generation the client sent). Unknown classes are a
@@ -149,10 +174,13 @@ export async function setProviderInventories(
       throw badRequest(`Unknown resource class in inventory for resource provider ${provider.uuid}: No such resource class ${rc}.`);
     }
   }
+  // All of the provider's rows, locked at once in id order (see inventoryRowsToLock).
   const existing = await tx
     .select({ id: inventories.resourceClassId })
     .from(inventories)
-    .where(eq(inventories.resourceProviderId, provider.id));
+    .where(eq(inventories.resourceProviderId, provider.id))
+    .orderBy(asc(inventories.id))
+    .for("update");
   const wanted = new Set(ids.values());
   const toDelete = existing.map((r) => r.id).filter((id) => !wanted.has(id));
   const inUse = await classesInUse(tx, provider.id, toDelete);

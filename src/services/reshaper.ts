@@ -18,7 +18,7 @@ import type { Tx } from "../db/database.js";
 import { conflict, ErrorCode, PlacementError } from "../http/errors.js";
 import { replaceAllocations, type ConsumerAllocations } from "./allocations.js";
 import { lockConsumers } from "./consumers.js";
-import { capacityProblem, listInventories, setProviderInventories, type InventoryData } from "./inventories.js";
+import { capacityProblem, inventoryRowsToLock, listInventories, setProviderInventories, type InventoryData } from "./inventories.js";
 import { lockProvidersForUpdate, type ProviderRow } from "./providers.js";
 import { sql } from "drizzle-orm";
 
@@ -33,9 +33,14 @@ export async function reshape(tx: Tx, inventories: readonly ProviderInventories[
   // Global lock order: consumers first, then providers (see services/allocations.ts). The
   // providers the allocations name are locked here too, with the others in one id-ordered
   // statement, so the allocation step below only re-takes locks it already holds.
-  await lockConsumers(tx, allocations.map((a) => a.consumerUuid));
+  const consumers = await lockConsumers(tx, allocations.map((a) => a.consumerUuid));
   const allocated = allocations.flatMap((a) => Object.keys(a.allocations));
   const providers = await lockProvidersByUuid(tx, [...new Set([...inventories.map((i) => i.providerUuid), ...allocated])]);
+  // Then every inventory row the steps below can change (the usage triggers lock them statement by
+  // statement, in no fixed order across statements): those of these providers and of the providers
+  // the consumers hold allocations on now, at once, in id order (see inventoryRowsToLock).
+  const providerIds = [...providers.values()].map((p) => p.id);
+  await tx.execute(inventoryRowsToLock(sql`SELECT unnest(${sql.param(providerIds)}::int[])`, [...consumers.values()].map((c) => c.id)));
   for (const inv of inventories) {
     const provider = providers.get(inv.providerUuid);
     if (!provider) {

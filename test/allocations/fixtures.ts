@@ -64,6 +64,21 @@ export async function overcommitted(t: { sql: Harness["sql"] }): Promise<unknown
   return t.sql("SELECT provider_uuid, resource_class, used, capacity FROM provider_capacity WHERE used > capacity");
 }
 
+/**
+ * Inventory rows whose stored usage (`inventories.used`, kept by triggers)
+ * differs from the sum of their allocations, over the whole database: must
+ * always be empty.
+ */
+export async function usageDrift(t: { sql: Harness["sql"] }): Promise<unknown[]> {
+  return t.sql(
+    `SELECT i.resource_provider_id, i.resource_class_id, i.used, coalesce(a.s, 0) AS allocated
+     FROM inventories i
+     LEFT JOIN (SELECT resource_provider_id, resource_class_id, sum(used) AS s FROM allocations GROUP BY 1, 2) a
+       USING (resource_provider_id, resource_class_id)
+     WHERE i.used <> coalesce(a.s, 0)`,
+  );
+}
+
 /** Consumers that hold nothing: Placement deletes them, so must always be empty. */
 export async function emptyConsumers(t: { sql: Harness["sql"] }): Promise<unknown[]> {
   return t.sql("SELECT c.uuid FROM consumers c WHERE NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)");

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newUuid, startHarness, type Harness } from "../support/harness.js";
 import { startServerProcess, type ServerProcess } from "../support/server-process.js";
-import { claimBody, createProvider, emptyConsumers, overcommitted, PROJECT, providerGeneration, usedOn, USER } from "./fixtures.js";
+import { claimBody, createProvider, emptyConsumers, overcommitted, PROJECT, providerGeneration, usageDrift, usedOn, USER } from "./fixtures.js";
 
 const CLIENTS = 40;
 
@@ -60,6 +60,7 @@ const details = (replies: Reply[]) => replies.filter((r) => r.status >= 400).map
 async function noBrokenInvariants() {
   expect(await overcommitted(t)).toEqual([]);
   expect(await emptyConsumers(t)).toEqual([]);
+  expect(await usageDrift(t)).toEqual([]);
 }
 
 describe.each(["one process", "two processes"])("races (%s)", (mode) => {

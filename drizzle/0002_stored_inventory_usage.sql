@@ -1,0 +1,2 @@
+ALTER TABLE "inventories" ADD COLUMN "used" bigint DEFAULT 0 NOT NULL;--> statement-breakpoint
+ALTER TABLE "inventories" ADD CONSTRAINT "inventories_used_nonnegative" CHECK ("inventories"."used" >= 0);
