@@ -5,16 +5,15 @@ import type { Queryable } from "../db/database.js";
 /**
  * Usage per resource class the provider has inventory of, 0 for classes
  * nothing is allocated from (as Placement: classes without inventory are
- * not listed).
+ * not listed): `inventories.used`, which triggers keep equal to the sum of
+ * the allocations.
  */
 export async function getProviderUsages(q: Queryable, providerId: number): Promise<Record<string, number>> {
   const res = await q.execute<{ name: string; used: number }>(sql`
-    SELECT rc.name, COALESCE(SUM(a.used), 0)::bigint AS used
+    SELECT rc.name, i.used
     FROM inventories i
     JOIN resource_classes rc ON rc.id = i.resource_class_id
-    LEFT JOIN allocations a ON a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id
     WHERE i.resource_provider_id = ${providerId}
-    GROUP BY rc.id, rc.name
     ORDER BY rc.id`);
   return Object.fromEntries(res.rows.map((r) => [r.name, r.used]));
 }

@@ -2,7 +2,7 @@
  * Provider filters as SQL conditions on a provider id column, shared by
  * GET /resource_providers and the flat fast path of the candidates engine.
  * Each is a semi-join (or anti-join) PostgreSQL answers from the trait,
- * aggregate, inventory and allocation indexes, and, driven by the primary key
+ * aggregate and inventory indexes, and, driven by the primary key
  * in id order under a LIMIT, stops as soon as enough providers matched.
  */
 import { sql, type SQL } from "drizzle-orm";
@@ -31,17 +31,16 @@ export function aggregateConditions(id: SQL, memberOf: number[][], forbidden: nu
 }
 
 /**
- * Can take `amount` more of the class: free capacity net of what `allocations`
- * uses, and min_unit, max_unit and step_size, as Placement checks them.
+ * Can take `amount` more of the class: free capacity net of what is allocated
+ * (`inventories.used`, kept by triggers), and min_unit, max_unit and
+ * step_size, as Placement checks them.
  */
 export function capacityCondition(id: SQL, resourceClassId: number, amount: number): SQL {
   return sql`EXISTS (
     SELECT 1 FROM inventories inv
     WHERE inv.resource_provider_id = ${id} AND inv.resource_class_id = ${resourceClassId}
       AND inv.min_unit <= ${amount} AND inv.max_unit >= ${amount} AND ${amount} % inv.step_size = 0
-      AND coalesce((SELECT sum(a.used) FROM allocations a
-                    WHERE a.resource_provider_id = inv.resource_provider_id AND a.resource_class_id = inv.resource_class_id), 0)
-          + ${amount} <= (inv.total - inv.reserved) * inv.allocation_ratio)`;
+      AND inv.used + ${amount} <= (inv.total - inv.reserved) * inv.allocation_ratio)`;
 }
 
 /**
@@ -60,7 +59,5 @@ export function capacityForAll(id: SQL, requests: Array<{ resourceClassId: numbe
               JOIN unnest(${sql.param(rcs)}::int[], ${sql.param(amounts)}::int[]) AS r(rc, amount) ON inv.resource_class_id = r.rc
               WHERE inv.resource_provider_id = ${id}
                 AND inv.min_unit <= r.amount AND inv.max_unit >= r.amount AND r.amount % inv.step_size = 0
-                AND coalesce((SELECT sum(a.used) FROM allocations a
-                              WHERE a.resource_provider_id = inv.resource_provider_id AND a.resource_class_id = inv.resource_class_id), 0)
-                    + r.amount <= (inv.total - inv.reserved) * inv.allocation_ratio) = ${requests.length}`;
+                AND inv.used + r.amount <= (inv.total - inv.reserved) * inv.allocation_ratio) = ${requests.length}`;
 }

@@ -17,14 +17,16 @@
  *   aggregates the request names.
  * - providersWithCapacity: hash join of the few (class, amount) rows with
  *   `inventories` (seq scan; inventories_resource_class_id_idx when a class is
- *   rare), usage from a HashAggregate of `allocations` restricted to the
- *   requested classes, then resource_providers by primary key for the root;
- *   about 11 ms for 8,000 matching inventory rows. in_tree adds
+ *   rare), then resource_providers by primary key for the root; about 11 ms
+ *   for 8,000 matching inventory rows. in_tree adds
  *   resource_providers_root_provider_id_idx.
  * - loadTrees: bitmap scan of resource_providers_root_provider_id_idx for the
  *   batch of roots, then hash or index joins to inventories
- *   (inventories_provider_class_unique), allocations (allocations_provider_class_idx)
- *   and resource_provider_traits (primary key); about 5 ms for 1,000 trees.
+ *   (inventories_provider_class_unique) and resource_provider_traits (primary
+ *   key); about 5 ms for 1,000 trees.
+ * Usage is `inventories.used`, which triggers keep equal to the sum of the
+ * allocations (migration inventory_usage_triggers): neither read touches
+ * `allocations`, so their cost does not grow with the number of allocations.
  */
 import { sql } from "drizzle-orm";
 import type { Queryable } from "../../db/database.js";
@@ -106,17 +108,12 @@ export async function providersWithCapacity(
     sql`WITH req AS (
           SELECT * FROM unnest(${sql.param(idx)}::int[], ${sql.param(rcs)}::int[], ${sql.param(amounts)}::int[], ${sql.param(trees)}::int[])
             AS r(idx, rc, amount, tree)
-        ), usage AS (
-          SELECT resource_provider_id, resource_class_id, sum(used) AS used
-          FROM allocations WHERE resource_class_id = ANY(${sql.param(rcs)}::int[])
-          GROUP BY resource_provider_id, resource_class_id
         )
         SELECT req.idx, rp.id, rp.root_provider_id AS root
         FROM req
         JOIN inventories inv ON inv.resource_class_id = req.rc
         JOIN resource_providers rp ON rp.id = inv.resource_provider_id
-        LEFT JOIN usage u ON u.resource_provider_id = inv.resource_provider_id AND u.resource_class_id = inv.resource_class_id
-        WHERE coalesce(u.used, 0) + req.amount <= (inv.total - inv.reserved) * inv.allocation_ratio
+        WHERE inv.used + req.amount <= (inv.total - inv.reserved) * inv.allocation_ratio
           AND inv.min_unit <= req.amount AND inv.max_unit >= req.amount AND req.amount % inv.step_size = 0
           AND (req.tree IS NULL OR rp.root_provider_id = req.tree)
           ${inScope}
@@ -225,35 +222,30 @@ export interface TreeData {
  * Everything about the trees under `rootIds` that summaries and the final
  * capacity check need, in one round trip of set-based joins (correlated
  * per-provider subqueries measured three times slower): providers,
- * inventories, usage sums and traits as rows of one UNION ALL, told apart by `k`.
+ * inventories with their usage, and traits as rows of one UNION ALL, told apart by `k`.
  */
 export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeData> {
-  const found = await rows<{ k: string; rp: number; i1: number | null; i2: number | null; i3: number | null; i4: number | null; f: number | null; s: string | null }>(
+  const found = await rows<{ k: string; rp: number; i1: number | null; i2: number | null; i3: number | null; i4: number | null; i5: number | null; f: number | null; s: string | null }>(
     tx,
     sql`WITH p AS (
           SELECT id, uuid, parent_provider_id, root_provider_id FROM resource_providers
           WHERE root_provider_id = ANY(${sql.param(rootIds)}::int[])
         )
         SELECT 'p' AS k, p.id AS rp, p.parent_provider_id AS i1, p.root_provider_id AS i2, NULL::int AS i3, NULL::int AS i4,
-               NULL::float8 AS f, p.uuid::text AS s
+               NULL::bigint AS i5, NULL::float8 AS f, p.uuid::text AS s
         FROM p
         UNION ALL
-        SELECT 'i', inv.resource_provider_id, inv.resource_class_id, inv.total, inv.reserved, inv.max_unit, inv.allocation_ratio, rc.name::text
+        SELECT 'i', inv.resource_provider_id, inv.resource_class_id, inv.total, inv.reserved, inv.max_unit, inv.used,
+               inv.allocation_ratio, rc.name::text
         FROM p JOIN inventories inv ON inv.resource_provider_id = p.id JOIN resource_classes rc ON rc.id = inv.resource_class_id
         UNION ALL
-        SELECT 'u', a.resource_provider_id, a.resource_class_id, sum(a.used)::int, NULL, NULL, NULL, NULL
-        FROM p JOIN allocations a ON a.resource_provider_id = p.id
-        GROUP BY a.resource_provider_id, a.resource_class_id
-        UNION ALL
-        SELECT 't', rpt.resource_provider_id, t.id, NULL, NULL, NULL, NULL, t.name::text
+        SELECT 't', rpt.resource_provider_id, t.id, NULL, NULL, NULL, NULL, NULL, t.name::text
         FROM p JOIN resource_provider_traits rpt ON rpt.resource_provider_id = p.id JOIN traits t ON t.id = rpt.trait_id`,
   );
   const data: TreeData = { providers: [], inventories: [], traits: new Map() };
-  const usage = new Map<number, number>();
   const traitRows: Array<{ rp: number; id: number; name: string }> = [];
   for (const r of found) {
     if (r.k === "p") data.providers.push({ id: r.rp, uuid: r.s!, parentId: r.i1, rootId: r.i2! });
-    else if (r.k === "u") usage.set(r.rp * 1_000_000 + r.i1!, r.i2!);
     else if (r.k === "t") traitRows.push({ rp: r.rp, id: r.i1!, name: r.s! });
     else {
       data.inventories.push({
@@ -262,12 +254,11 @@ export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeD
         resourceClass: r.s!,
         // Placement's capacity: int((total - reserved) * allocation_ratio).
         capacity: Math.floor((r.i2! - r.i3!) * r.f!),
-        used: 0,
+        used: r.i5!,
         maxUnit: r.i4!,
       });
     }
   }
-  for (const inv of data.inventories) inv.used = usage.get(inv.providerId * 1_000_000 + inv.resourceClassId) ?? 0;
   data.providers.sort((a, b) => a.id - b.id);
   // Traits in trait id (creation) order, as Placement lists them.
   traitRows.sort((a, b) => a.rp - b.rp || a.id - b.id);
