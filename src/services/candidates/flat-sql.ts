@@ -1,63 +1,47 @@
 /**
- * The flat fast path in one statement: name lookup, the "is this deployment
- * flat?" check, the filter and everything the response shows about each
- * matching provider, in a single round trip with no transaction around it (one
- * statement is one snapshot). It runs as a named (prepared) statement, so
- * PostgreSQL plans each request shape once per connection.
+ * The flat fast path: name lookup, the "is this deployment flat?" check, the
+ * filter and each matching provider's usage in one statement, with no
+ * transaction around it (one statement is one snapshot). Each candidate's
+ * uuid, capacities and traits come from provider-details.ts, which reads them
+ * only for providers it has not seen at their current generation. It runs as
+ * a named (prepared) statement, so PostgreSQL plans each request shape once
+ * per connection and then keeps a generic plan.
  *
- * Why it is fast (1,000 flat compute nodes, 2 cores, PostgreSQL 15; before:
- * lookup, filter and loadTrees in a transaction, 5 round trips, ~11 ms of
- * SQL; now one round trip of ~5 ms):
- * - Capacity is one aggregation over `inventories` walked in provider order
- *   (inventories_provider_class_unique), stopping at the LIMIT, instead of a
- *   correlated count per provider (which rebuilt a hash per provider: 5 us
- *   each). The HAVING count is `>=`, not `=`, on purpose: PostgreSQL's default
- *   selectivity for `>=` makes it expect many matches, so it keeps the ordered
- *   walk (3 ms at 10,000 providers with LIMIT 1000, where `=` sorts everything:
- *   18 ms). It can be `>=` because each class is counted at most once.
- * - Usage is one GROUP BY of `allocations` joined to the inventory rows, not a
- *   correlated sum per inventory row: with 60,000 allocation rows over 1,000
- *   providers the correlated sums took 31 ms, the join 12 ms (and with none,
- *   1.5 ms less). Its cost grows with the allocations of every provider that
- *   passes the trait, aggregate and in_tree filters, which the GROUP BY
- *   applies too (same parameters): member_of picking 50 of those 1,000
- *   providers, 11 -> 5 ms; required + forbidden traits, 13.5 -> 10.4 ms.
- * - The same pass writes each provider's summary resources as one compact
- *   string ("0 512 0 2 2000 0": class id, capacity, used), so no
- *   inventory rows travel; the route turns it into JSON (PostgreSQL building
- *   the JSON itself cost 0.7 ms more per 3,000 inventories than Node does).
- *   Traits likewise, space-separated in id order (json_agg: 0.2 ms more).
+ * Why it is fast (1,000 flat compute nodes, 2 cores, PostgreSQL 15; the
+ * statement as the client sees it, p50; before this shape it also rendered
+ * capacities and traits and summed allocations: plain 4.4 -> 3.2 ms, required
+ * and forbidden traits 3.1 -> 2.3 ms, member_of 2.8 -> 0.6 ms):
+ * - Capacity is one aggregation over `inventories` per provider, counting the
+ *   requested classes that fit (`count(*) FILTER (...) >= n`), instead of a
+ *   correlated check per provider and class. Usage is the row's own `used`
+ *   column (kept by triggers on allocations), so no allocation is read: the
+ *   cost does not grow with the number of allocations. The requested classes
+ *   are a three-row CTE hash-joined to each inventory row.
+ * - Usage travels only where it is not zero ("classId used ..."), since it is
+ *   the one part of a summary that changes without a generation bump.
  * - Several groups asking for one class on the one provider are checked as
  *   Placement's merge does, in the same pass: per class the smallest amount
  *   against min_unit, their sum against max_unit and capacity, and their gcd
  *   against step_size (each amount is a multiple of step_size iff the gcd is).
- * - Each inventory row finds its class's requested amounts by array_position
- *   in the parameter arrays rather than by joining a table of requests (a
- *   generic plan nested-loops that join: 5.8 -> 5.0 ms), and no row joins
- *   resource_classes: the requested ids are one InitPlan, and every class's
- *   name comes back once in the 'c' rows (0.6 ms less).
- * - Named statement: after five runs PostgreSQL keeps a generic plan and
- *   skips the ~2 ms of planning. Except with member_of: a generic plan walks
- *   every inventory and aggregates usage before the aggregate filter, where
- *   a plan for the actual aggregate starts from its few members (10,000
- *   nodes, 600,000 allocation rows, member_of of 500: 103 ms generic, 41 ms
- *   planned each time; 1,000 nodes without allocations: 1.4 vs 2.0 ms).
- *   The generic plan (EXPLAIN ANALYZE, plain request, LIMIT 1000):
- *     Append
- *       -> CTE Scan on names        (names, 'n' and 's' by index, once)
- *       -> Merge Left Join (traits per provider)
- *            -> Sort -> Hash Join (resource_providers for the uuid)
- *                 -> Limit -> GroupAggregate (Group Key: inv.resource_provider_id)
- *                      One-Time Filter: NOT (some provider has a parent or shares)
- *                      -> Merge Left Join (usage: GroupAggregate of allocations)
- *                           -> Index Scan using inventories_provider_class_unique
- *            -> GroupAggregate -> Hash Join resource_provider_traits, traits
- *   Trait and aggregate filters are semi/anti-joins under the GroupAggregate,
- *   so filtered-out providers are never rendered.
+ * - member_of is a condition `id = ANY(ARRAY(members))`, not a semi-join: the
+ *   generic plan then reads the members' inventories by index instead of
+ *   every inventory (10,000 nodes, member_of of 500: 9.6 -> 3.9 ms; a plan
+ *   made per request, as before, cost 0.5-0.8 ms of planning at every
+ *   request). Traits stay semi-joins: they usually match half the cloud, where
+ *   the hash join is cheaper than 500 index probes (measured both ways).
+ * - With a LIMIT the aggregation stops early: 10,000 nodes, limit=1000, 4.8 ms.
+ * The plan (EXPLAIN ANALYZE, plain request, 1,000 nodes, 2.3 ms):
+ *   Append
+ *     -> CTE Scan on names        (classes, the asked-for names, 'n' and 's' by index)
+ *     -> Sort -> Hash Join (resource_providers, for the details key)
+ *          -> Sort -> HashAggregate (Group Key: inv.resource_provider_id, Filter: count(*) FILTER (...) >= 3)
+ *               One-Time Filter: NOT (some provider has a parent or shares)
+ *               -> Hash Left Join (CTE req) -> Seq Scan on inventories
+ *   Trait and aggregate filters join under the HashAggregate, so filtered-out
+ *   providers are never aggregated.
  * Rows: `k` 'c' (every resource class), 't'/'a' (a name asked for and its
  * id), 'n' (some provider has a parent), 's' (some provider shares), 'r' (an
- * in_tree provider and its root), 'x' (a candidate: id, uuid, summary
- * resources, traits).
+ * in_tree provider and its root), 'x' (a candidate: id, details key, usage).
  */
 import { createHash } from "node:crypto";
 import type pg from "pg";
@@ -65,15 +49,13 @@ import type { Db } from "../../db/database.js";
 import type { CandidatesQuery, RequestGroup } from "../../query/request-groups.js";
 import { unique } from "../../query/values.js";
 import type { NameLookup } from "./sql.js";
+import { DETAILS_KEY_SQL, detailsCacheFor, type ProviderDetails, type Runner } from "./provider-details.js";
 
 export const SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE";
 
-export interface FlatAnchor {
-  uuid: string;
-  /** Summary resources as "classId capacity used classId capacity used ..."; empty when none shown. */
-  resources: string;
-  /** Trait names in id order, space-separated (trait names are [A-Z0-9_]+). */
-  traits: string;
+export interface FlatAnchor extends ProviderDetails {
+  /** Usage by resource class id; classes without usage are absent (undefined when the provider has none). */
+  used: Map<number, number> | undefined;
 }
 
 export interface FlatAnswer {
@@ -118,7 +100,7 @@ function poolOf(db: Db): pg.Pool {
   return pool;
 }
 
-export async function flatCandidates(db: Db, query: CandidatesQuery, allClasses: boolean, limit: number | undefined): Promise<FlatAnswer> {
+export async function flatCandidates(db: Db, query: CandidatesQuery, limit: number | undefined): Promise<FlatAnswer> {
   const { groups, params } = query;
   const values: unknown[] = [];
   const p = (v: unknown) => `$${values.push(v)}`;
@@ -140,7 +122,10 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, allClasses:
   };
   for (const g of groups) {
     traitFilter(g.traits.required, g.traits.forbidden);
-    for (const anyOf of g.aggregates.memberOf) conditions.push(has("resource_provider_aggregates", "aggregate_id", ids("a", anyOf)));
+    // As an array of member ids, not a semi-join: the generic plan then starts from the members by index.
+    for (const anyOf of g.aggregates.memberOf) {
+      conditions.push(`${ID} = ANY(ARRAY(SELECT m.resource_provider_id FROM resource_provider_aggregates m WHERE m.aggregate_id = ANY(${ids("a", anyOf)})))`);
+    }
     if (g.aggregates.forbidden.size > 0) conditions.push(`NOT ${has("resource_provider_aggregates", "aggregate_id", ids("a", g.aggregates.forbidden))}`);
     // A flat provider is its own root.
     if (g.inTree) conditions.push(`${ID} = (SELECT id FROM names WHERE k = 'r' AND s = ${p(g.inTree)}::text)`);
@@ -158,47 +143,65 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, allClasses:
       UNION ALL (SELECT 's', rpt.resource_provider_id, '' FROM resource_provider_traits rpt
                  WHERE rpt.trait_id = (SELECT id FROM traits WHERE name = '${SHARING_TRAIT}') LIMIT 1)
       UNION ALL SELECT 'r', root_provider_id, uuid::text FROM resource_providers WHERE uuid = ANY(${head[2]}::varchar[])
+    ), req AS MATERIALIZED (
+      SELECT rc.id, x.lo, x.total, x.g
+      FROM unnest(${req[0]}::text[], ${req[1]}::int[], ${req[2]}::int[], ${req[3]}::int[]) AS x(name, lo, total, g)
+      JOIN resource_classes rc ON rc.name = x.name
     ), anchor AS (
-      SELECT ${ID} AS id,
-             string_agg(inv.resource_class_id || ' ' || floor((inv.total - inv.reserved) * inv.allocation_ratio)::bigint || ' ' || u.used, ' ')
-               FILTER (WHERE ${p(allClasses)}::boolean OR r.i IS NOT NULL) AS res
+      SELECT ${ID} AS id, string_agg(inv.resource_class_id || ' ' || inv.used, ' ') FILTER (WHERE inv.used > 0) AS used
       FROM inventories inv
-      CROSS JOIN LATERAL (SELECT array_position(ARRAY(SELECT rc.id FROM unnest(${req[0]}::text[]) WITH ORDINALITY AS x(name, i)
-                                                      JOIN resource_classes rc ON rc.name = x.name ORDER BY x.i),
-                                                inv.resource_class_id) AS i) r
-      LEFT JOIN (SELECT a.resource_provider_id AS rp, a.resource_class_id AS rc, sum(a.used) AS used FROM allocations a
-                 ${conditions.length > 0 ? `WHERE ${conditions.map((c) => c.replaceAll(ID, "a.resource_provider_id")).join(" AND ")}` : ""}
-                 GROUP BY 1, 2) u0
-        ON u0.rp = inv.resource_provider_id AND u0.rc = inv.resource_class_id
-      CROSS JOIN LATERAL (SELECT coalesce(u0.used, 0) AS used) u
+      LEFT JOIN req r ON r.id = inv.resource_class_id
       WHERE NOT EXISTS (SELECT 1 FROM names WHERE k IN ('n', 's'))
         ${conditions.map((c) => `AND ${c}`).join("\n        ")}
       GROUP BY ${ID}
-      HAVING count(*) FILTER (WHERE inv.min_unit <= (${req[1]}::int[])[r.i] AND inv.max_unit >= (${req[2]}::int[])[r.i]
-                                AND (${req[3]}::int[])[r.i] % inv.step_size = 0
-                                AND u.used + (${req[2]}::int[])[r.i] <= (inv.total - inv.reserved) * inv.allocation_ratio) >= ${p(requests.size)}::int
+      HAVING count(*) FILTER (WHERE inv.min_unit <= r.lo AND inv.max_unit >= r.total AND r.g % inv.step_size = 0
+                                AND inv.used + r.total <= (inv.total - inv.reserved) * inv.allocation_ratio) >= ${p(requests.size)}::int
       ORDER BY ${ID} LIMIT ${p(limit ?? null)}::bigint
     )
-    SELECT k, id, s, NULL AS res, NULL AS traits FROM names
+    SELECT k, id, s, NULL AS used FROM names
     UNION ALL
-    (SELECT 'x', a.id, rp.uuid::text, a.res, tr.names
-     FROM anchor a JOIN resource_providers rp ON rp.id = a.id
-     LEFT JOIN (SELECT rpt.resource_provider_id AS id, string_agg(t.name, ' ' ORDER BY t.id) AS names
-                FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id GROUP BY 1) tr ON tr.id = a.id
-     ORDER BY a.id)`;
-  // One prepared statement per request shape and connection; the name is the text's hash. Not with
-  // member_of: how many providers an aggregate holds decides the plan, which a generic plan cannot know.
-  const generic = groups.every((g) => g.aggregates.memberOf.length === 0);
-  const name = generic ? `ac_flat_${createHash("sha1").update(text).digest("hex").slice(0, 16)}` : undefined;
-  const result = await poolOf(db).query<unknown[]>({ name, text, values, rowMode: "array" });
+    (SELECT 'x', a.id, ${DETAILS_KEY_SQL("rp")}, a.used FROM anchor a JOIN resource_providers rp ON rp.id = a.id ORDER BY a.id)`;
+  // One prepared statement per request shape and connection; the name is the text's hash.
+  const statement = { name: `ac_flat_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`, text, values, rowMode: "array" as const };
+  const cache = detailsCacheFor(db);
+  const answer = async (run: Runner): Promise<FlatAnswer | undefined> => {
+    const result = await run.query<unknown[]>(statement);
+    const { names, inTree, classNames, rows } = readRows(result.rows);
+    // An unknown in_tree provider means no candidates at all, whichever group names it.
+    if (inTreeUuids.some((u) => !inTree.has(u))) rows.length = 0;
+    const details = await cache.resolve(run, rows);
+    if (!details) return undefined;
+    const anchors = rows.map((r, i) => ({ ...details[i], used: r.used }));
+    return { names, inTree, anchors, classNames };
+  };
+  const pool = poolOf(db);
+  const first = await answer(pool);
+  if (first) return first;
+  // A candidate changed between the statement and the read of its details: both again, in one snapshot.
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    const again = await answer(client);
+    await client.query("COMMIT");
+    if (!again) throw new Error("provider details changed inside one snapshot");
+    return again;
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
 
+/** The statement's rows: names, and each candidate's id, details key and usage. */
+function readRows(rows: unknown[][]) {
   const names: NameLookup = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), hasTrees: false, hasSharing: false };
   const inTree = new Map<string, number>();
   const classNames = new Map<number, string>();
-  const anchors: FlatAnchor[] = [];
-  for (const row of result.rows) {
+  const candidates: Array<{ id: number; key: string; used: Map<number, number> | undefined }> = [];
+  for (const row of rows) {
     const k = row[0] as string;
-    if (k === "x") anchors.push({ uuid: row[2] as string, resources: (row[3] as string | null) ?? "", traits: (row[4] as string | null) ?? "" });
+    if (k === "x") candidates.push({ id: row[1] as number, key: row[2] as string, used: usageOf(row[3] as string | null) });
     else if (k === "c") {
       names.resourceClasses.set(row[2] as string, row[1] as number);
       classNames.set(row[1] as number, row[2] as string);
@@ -209,7 +212,14 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, allClasses:
     else if (k === "n") names.hasTrees = true;
     else names.hasSharing = true;
   }
-  // An unknown in_tree provider means no candidates at all, whichever group names it.
-  if (inTreeUuids.some((u) => !inTree.has(u))) anchors.length = 0;
-  return { names, inTree, anchors, classNames };
+  return { names, inTree, classNames, rows: candidates };
+}
+
+/** "classId used classId used ..." (non-zero usage only) as a map. */
+function usageOf(compact: string | null): Map<number, number> | undefined {
+  if (compact === null) return undefined;
+  const f = compact.split(" ").map(Number);
+  const used = new Map<number, number>();
+  for (let i = 0; i < f.length; i += 2) used.set(f[i], f[i + 1]);
+  return used;
 }
