@@ -53,7 +53,9 @@ import { DETAILS_KEY_SQL, detailsCacheFor, type ProviderDetails, type Runner } f
 
 export const SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE";
 
-export interface FlatAnchor extends ProviderDetails {
+export interface FlatAnchor {
+  /** The kept object itself (the same object until the provider changes), so renderers can key on it. */
+  details: ProviderDetails;
   /** Usage by resource class id; classes without usage are absent (undefined when the provider has none). */
   used: Map<number, number> | undefined;
 }
@@ -171,7 +173,7 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, limit: numb
     if (inTreeUuids.some((u) => !inTree.has(u))) rows.length = 0;
     const details = await cache.resolve(run, rows);
     if (!details) return undefined;
-    const anchors = rows.map((r, i) => ({ ...details[i], used: r.used }));
+    const anchors = rows.map((r, i) => ({ details: details[i], used: r.used }));
     return { names, inTree, anchors, classNames };
   };
   const pool = poolOf(db);

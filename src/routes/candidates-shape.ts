@@ -1,0 +1,25 @@
+/** What an allocation candidates response looks like at each microversion. */
+import type { Microversion } from "../http/microversion.js";
+
+export interface ResponseShape {
+  /** 1.12: allocations keyed by provider uuid (a list before). */
+  dictForm: boolean;
+  /** 1.34: mappings of suffixes to providers. */
+  mappings: boolean;
+  /** 1.17: traits in provider summaries. */
+  traits: boolean;
+  /** 1.27: every inventory class in summaries (only the requested ones before). */
+  allClasses: boolean;
+  /** 1.29: parent and root uuids in summaries. */
+  tree: boolean;
+}
+
+export function responseShape(mv: Microversion): ResponseShape {
+  return {
+    dictForm: mv.atLeast("1.12"),
+    mappings: mv.atLeast("1.34"),
+    traits: mv.atLeast("1.17"),
+    allClasses: mv.atLeast("1.27"),
+    tree: mv.atLeast("1.29"),
+  };
+}
