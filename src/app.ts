@@ -4,7 +4,7 @@
  */
 import { Hono } from "hono";
 import type { AppDeps, AppEnv } from "./http/context.js";
-import { badInputFromDatabase, PlacementError, renderError, unavailableFromDatabase } from "./http/errors.js";
+import { badInputFromDatabase, conflictFromDatabase, PlacementError, renderError, unavailableFromDatabase } from "./http/errors.js";
 import { authMiddleware, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
 import { createPolicyEnforcer } from "./auth/policy.js";
 import { rootRoutes } from "./routes/root.js";
@@ -59,6 +59,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
         ? err
         : (badInputFromDatabase(err) ??
           unavailableFromDatabase(err) ??
+          conflictFromDatabase(err) ??
           internalError(err, deps, c.get("requestId"), c.req.method, c.req.path));
     const version = c.get("microversion");
     const includeCode = version ? version.atLeast("1.23") : false;

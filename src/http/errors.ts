@@ -157,6 +157,18 @@ export function unavailableFromDatabase(err: unknown): PlacementError | undefine
   return new PlacementError(503, "The database is unavailable or out of connections; retry later.");
 }
 
+/**
+ * Placement's 409 for a write that PostgreSQL aborted as a deadlock or
+ * serialization failure on every retry (see inTransaction): the data really
+ * kept changing under it, and whether to try again is the client's call.
+ * Routes with their own wording (allocations) answer before this runs.
+ */
+export function conflictFromDatabase(err: unknown): PlacementError | undefined {
+  const state = sqlState(err);
+  if (state !== "40P01" && state !== "40001") return undefined;
+  return conflict("Another thread concurrently updated the data. Please retry your update", ErrorCode.CONCURRENT_UPDATE);
+}
+
 /** A 400 for a database error that bad client input caused (see BAD_INPUT_SQLSTATES); undefined for any other error. */
 export function badInputFromDatabase(err: unknown): PlacementError | undefined {
   const state = sqlState(err);

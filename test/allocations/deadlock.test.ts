@@ -70,6 +70,43 @@ describe("deadlocks", () => {
     expect(res.body.errors[0].detail).toContain("Inventory and/or allocations changed while attempting to allocate");
     expect(allocations).toBe(0);
   });
+
+  it("that a DELETE cannot retry reach the client as the same 409, not a 500, with nothing deleted", async () => {
+    const t = await startHarness({ config: { PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT: 0 } });
+    harnesses.push(t);
+    const first = await createProvider(t, { VCPU: { total: 8 } });
+    const second = await createProvider(t, { VCPU: { total: 8 } });
+    const consumer = newUuid();
+    const claim = await t.request("PUT", `/allocations/${consumer}`, {
+      body: { ...claimBody("", {}, null, { consumer_type: "INSTANCE" }), allocations: { [first.uuid]: { resources: { VCPU: 1 } }, [second.uuid]: { resources: { VCPU: 1 } } } },
+    });
+    expect(claim.status).toBe(204);
+    const other = new pg.Client({ connectionString: t.url });
+    await other.connect();
+    try {
+      // The DELETE's trigger locks the first provider's inventory row, then waits for the second's, held here.
+      await other.query("SET deadlock_timeout = '10s'");
+      await other.query("BEGIN");
+      await other.query("SELECT 1 FROM inventories WHERE resource_provider_id = $1 FOR UPDATE", [second.id]);
+      const deletion = t.request("DELETE", `/allocations/${consumer}`);
+      for (let i = 0; i < 100; i++) {
+        const waiting = await other.query(
+          "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
+        );
+        if (waiting.rowCount) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await other.query("SELECT 1 FROM inventories WHERE resource_provider_id = $1 FOR UPDATE", [first.id]);
+      await other.query("COMMIT");
+      const res = await deletion;
+      expect(res.status).toBe(409);
+      expect(res.body.errors[0].code).toBe("placement.concurrent_update");
+      expect(await t.sql("SELECT 1 FROM allocations")).toHaveLength(2);
+      expect(await usageDrift(t)).toEqual([]);
+    } finally {
+      await other.end();
+    }
+  });
 });
 
 /**
@@ -89,7 +126,7 @@ describe("deadlocks between writers of inventory usage", () => {
   });
 
   it("never happen between rewrites in opposite directions and deletes", async () => {
-    // Retries off: a deadlock would reach the client as a 409 (or a 500 for DELETE).
+    // Retries off: a deadlock would reach the client as a 409.
     const t = await startHarness({ config: { PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT: 0 }, poolSize: 12 });
     harnesses.push(t);
     const inventory = { VCPU: { total: 1000, max_unit: 10 }, MEMORY_MB: { total: 100000, max_unit: 1000 } };
