@@ -9,7 +9,8 @@ import { parseCandidatesQuery, type CandidatesQuery } from "../query/request-gro
 import type { Candidate } from "../services/candidates/combine.js";
 import { checkNames, findCandidates, type CandidatesResult } from "../services/candidates/engine.js";
 import { flatCandidates, flatEligible } from "../services/candidates/flat-sql.js";
-import { responseShape, type ResponseShape } from "./candidates-shape.js";
+import { BodyWriter } from "../http/body-writer.js";
+import { BODY_CLOSE, COMMA, REQUESTS_OPEN, responseShape, SUMMARIES_OPEN, type ResponseShape } from "./candidates-shape.js";
 import { renderFlatBody } from "./flat-candidates-body.js";
 import type { Names } from "../services/candidates/generate.js";
 
@@ -33,9 +34,14 @@ export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
           return c.body(renderFlatBody(shape, query, flat), 200, { "content-type": "application/json" });
         }
       }
-      // Candidates are written as they are found (JSON text is far smaller than the objects).
-      const written: string[] = [];
+      // Candidates are written as bytes as they are found (see BodyWriter: a huge answer stays off the heap).
+      const w = new BodyWriter().bytes(REQUESTS_OPEN);
       const writeCandidate = candidateWriter(shape);
+      let written = 0;
+      const write = (cand: Candidate, names: Names) => {
+        if (written++ > 0) w.bytes(COMMA);
+        w.ascii(writeCandidate(cand, names));
+      };
       // One read-only snapshot: the narrowing queries and the tree loads must agree.
       const result = await deps.db.transaction(
         (tx) =>
@@ -44,14 +50,16 @@ export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
             randomize,
             maxCandidates: max,
             strategy: deps.config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
-            onCandidate: (cand, names) => written.push(writeCandidate(cand, names)),
+            onCandidate: write,
           }),
         { isolationLevel: "repeatable read", accessMode: "read only" },
       );
       // With randomize the engine shuffles and returns the list instead.
-      for (const cand of result.candidates) written.push(writeCandidate(cand, result));
+      for (const cand of result.candidates) write(cand, result);
+      writeSummaries(w.bytes(SUMMARIES_OPEN), shape, query, result);
       setLastModified(c, new Date());
-      return c.body(body(render(shape, query, result, written), result.count), 200, { "content-type": "application/json" });
+      w.bytes(BODY_CLOSE);
+      return c.body(w.size > STREAM_ABOVE_BYTES ? w.stream() : w.finish(), 200, { "content-type": "application/json" });
     },
   });
   return app;
@@ -101,11 +109,8 @@ function candidateWriter(shape: ResponseShape): (cand: Candidate, names: Names) 
   };
 }
 
-/** The whole body, piece by piece: the written candidates, then the summaries. */
-function* render(shape: ResponseShape, query: CandidatesQuery, r: CandidatesResult, written: string[]): Generator<string> {
-  yield '{"allocation_requests":[';
-  for (let i = 0; i < written.length; i++) yield i === 0 ? written[i] : `,${written[i]}`;
-  yield '],"provider_summaries":{';
+/** The provider summaries of every provider the candidates use. */
+function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQuery, r: CandidatesResult): void {
   const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
   let first = true;
   for (const s of r.summaries) {
@@ -116,32 +121,10 @@ function* render(shape: ResponseShape, query: CandidatesQuery, r: CandidatesResu
     const tree = shape.tree
       ? `,"parent_provider_uuid":${JSON.stringify(r.parentUuidOf(s.provider))},"root_provider_uuid":${JSON.stringify(r.rootUuidOf(s.provider))}`
       : "";
-    yield `${first ? "" : ","}${JSON.stringify(r.uuidOf(s.provider.id))}:{"resources":{${resources.join(",")}}${traits}${tree}}`;
+    w.ascii(`${first ? "" : ","}${JSON.stringify(r.uuidOf(s.provider.id))}:{"resources":{${resources.join(",")}}${traits}${tree}}`);
     first = false;
   }
-  yield "}}";
 }
 
-/** Above this many candidates the body is streamed in chunks rather than built whole (bounds memory for huge answers). */
-const STREAM_ABOVE = 2000;
-const CHUNK_CHARS = 64 * 1024;
-
-function body(pieces: Generator<string>, candidates: number): string | ReadableStream<Uint8Array> {
-  if (candidates <= STREAM_ABOVE) return [...pieces].join("");
-  const encoder = new TextEncoder();
-  return new ReadableStream<Uint8Array>({
-    pull(controller) {
-      let chunk = "";
-      for (let next = pieces.next(); ; next = pieces.next()) {
-        if (next.done) {
-          if (chunk) controller.enqueue(encoder.encode(chunk));
-          controller.close();
-          return;
-        }
-        chunk += next.value;
-        if (chunk.length >= CHUNK_CHARS) break;
-      }
-      controller.enqueue(encoder.encode(chunk));
-    },
-  });
-}
+/** Above this size the body is streamed chunk by chunk rather than copied into one buffer. */
+const STREAM_ABOVE_BYTES = 4 * 1024 * 1024;

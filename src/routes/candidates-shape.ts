@@ -1,5 +1,11 @@
-/** What an allocation candidates response looks like at each microversion. */
+/** What an allocation candidates response looks like at each microversion, and the pieces every one has. */
+import { ascii } from "../http/body-writer.js";
 import type { Microversion } from "../http/microversion.js";
+
+export const COMMA = ascii(",");
+export const REQUESTS_OPEN = ascii('{"allocation_requests":[');
+export const SUMMARIES_OPEN = ascii('],"provider_summaries":{');
+export const BODY_CLOSE = ascii("}}");
 
 export interface ResponseShape {
   /** 1.12: allocations keyed by provider uuid (a list before). */

@@ -20,7 +20,7 @@ import { ascii, BodyWriter } from "../http/body-writer.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
 import type { FlatAnswer } from "../services/candidates/flat-sql.js";
 import type { ProviderDetails } from "../services/candidates/provider-details.js";
-import type { ResponseShape } from "./candidates-shape.js";
+import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN, type ResponseShape } from "./candidates-shape.js";
 
 interface EncodedProvider {
   /** Which class names the inventory pieces spell (see namingOf). */
@@ -34,12 +34,8 @@ interface EncodedProvider {
 
 const encoded = new WeakMap<ProviderDetails, EncodedProvider>();
 
-const COMMA = ascii(",");
 const ZERO = ascii("0");
 const CLOSE = ascii("}");
-const REQUESTS_OPEN = ascii('{"allocation_requests":[');
-const SUMMARIES_OPEN = ascii('],"provider_summaries":{');
-const BODY_CLOSE = ascii("}}");
 const RESOURCES_OPEN = ascii(':{"resources":{');
 const TRAITS_KEY = ascii(',"traits":');
 const TREE_KEYS = ascii(',"parent_provider_uuid":null,"root_provider_uuid":');
