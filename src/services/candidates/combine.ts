@@ -155,25 +155,39 @@ export function* mergeGroups(anchorRootId: number, options: GroupOption[][], rul
     }
   };
 
-  function* walk(i: number): Generator<Candidate> {
-    if (i === options.length) {
-      if (satisfiesSameSubtrees(picked, rules)) yield consolidate(anchorRootId, picked);
-      return;
-    }
-    for (const option of options[i]) {
-      const granular = option.sameProvider ? option.providers[0] : undefined;
-      if (rules.isolate && granular !== undefined && usedByGranular.get(granular)) continue;
-      if (!fits(option.resources)) continue;
-      picked.push(option);
-      claim(option.resources, 1);
-      if (granular !== undefined) usedByGranular.set(granular, (usedByGranular.get(granular) ?? 0) + 1);
-      yield* walk(i + 1);
-      if (granular !== undefined) usedByGranular.set(granular, usedByGranular.get(granular)! - 1);
-      claim(option.resources, -1);
+  // Depth-first over one option per group, as an odometer in one generator frame: a recursive
+  // generator passes every candidate up through one `yield*` per group, which cost more than the
+  // combining itself (1,000 nested trees, 8,000 candidates).
+  const choice = new Array<number>(options.length).fill(-1);
+  const take = (option: GroupOption, sign: 1 | -1) => {
+    claim(option.resources, sign);
+    const granular = option.sameProvider ? option.providers[0] : undefined;
+    if (granular !== undefined) usedByGranular.set(granular, (usedByGranular.get(granular) ?? 0) + sign);
+  };
+  const allowed = (option: GroupOption) => {
+    const granular = option.sameProvider ? option.providers[0] : undefined;
+    if (rules.isolate && granular !== undefined && usedByGranular.get(granular)) return false;
+    return fits(option.resources);
+  };
+  const last = options.length - 1;
+  for (let level = 0; level >= 0; ) {
+    const list = options[level];
+    if (choice[level] >= 0) {
+      take(list[choice[level]], -1);
       picked.pop();
     }
+    let i = choice[level] + 1;
+    while (i < list.length && !allowed(list[i])) i++;
+    if (i === list.length) {
+      choice[level--] = -1;
+      continue;
+    }
+    choice[level] = i;
+    take(list[i], 1);
+    picked.push(list[i]);
+    if (level < last) level++;
+    else if (satisfiesSameSubtrees(picked, rules)) yield consolidate(anchorRootId, picked);
   }
-  yield* walk(0);
 }
 
 function satisfiesSameSubtrees(picked: GroupOption[], rules: MergeRules): boolean {
