@@ -1,0 +1,132 @@
+/**
+ * The body of a general answer (services/candidates/engine.ts): each
+ * allocation request is written as bytes the moment the engine finds it, then
+ * the summaries. See BodyWriter for why bytes: a huge answer (80,000 nested
+ * candidates, 54 MB) kept as strings until the end grew the heap to hundreds
+ * of MB; written as it comes, each piece is garbage at once and the bytes
+ * leave in 64 KB chunks.
+ */
+import { ascii, BodyWriter } from "../http/body-writer.js";
+import type { CandidatesQuery } from "../query/request-groups.js";
+import type { Candidate } from "../services/candidates/combine.js";
+import type { CandidatesResult } from "../services/candidates/engine.js";
+import type { Names } from "../services/candidates/generate.js";
+import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN, type ResponseShape } from "./candidates-shape.js";
+
+export class CandidatesBody {
+  private readonly w = new BodyWriter().bytes(REQUESTS_OPEN);
+  private readonly writeOne: (cand: Candidate, names: Names) => void;
+  private count = 0;
+
+  constructor(private readonly shape: ResponseShape) {
+    this.writeOne = candidateWriter(this.w, shape);
+  }
+
+  /** Writes one allocation request (a field, so the engine can take it as its callback). */
+  readonly candidate = (cand: Candidate, names: Names): void => {
+    if (this.count++ > 0) this.w.bytes(COMMA);
+    this.writeOne(cand, names);
+  };
+
+  /** Adds the summaries and closes the body: one buffer, or a stream of its chunks when large. */
+  finish(query: CandidatesQuery, result: CandidatesResult): Buffer<ArrayBuffer> | ReadableStream<Uint8Array> {
+    writeSummaries(this.w.bytes(SUMMARIES_OPEN), this.shape, query, result);
+    this.w.bytes(BODY_CLOSE);
+    return this.w.size > STREAM_ABOVE_BYTES ? this.w.stream() : this.w.finish();
+  }
+}
+
+const ALLOCATIONS_DICT = ascii('{"allocations":{');
+const ALLOCATIONS_LIST = ascii('{"allocations":[');
+const RESOURCES_OPEN = ascii(':{"resources":{');
+const LIST_PROVIDER_OPEN = ascii('{"resource_provider":{"uuid":');
+const LIST_RESOURCES_OPEN = ascii('},"resources":{');
+const MAPPINGS_OPEN = ascii(',"mappings":{');
+const CLOSE = ascii("}");
+const CLOSE_TWO = ascii("}}");
+const LIST_CLOSE = ascii("]}");
+const MAPPING_CLOSE = ascii("]");
+
+/**
+ * Writes each allocation request straight into the body as bytes (see
+ * BodyWriter), without intermediate strings or objects; each provider's
+ * quoted uuid, each class's `"NAME":` and each suffix's `"SUFFIX":[` are
+ * encoded once per request (8,000 nested candidates: about 21 -> 12 ms of
+ * writing, CPU profile on this 2-core machine).
+ */
+function candidateWriter(w: BodyWriter, shape: ResponseShape): (cand: Candidate, names: Names) => void {
+  const quotedUuid = new Map<number, Buffer>();
+  const classKey = new Map<number, Buffer>();
+  const suffixKey = new Map<string, Buffer>();
+  const uuid = (names: Names, id: number) => {
+    let q = quotedUuid.get(id);
+    if (q === undefined) quotedUuid.set(id, (q = ascii(JSON.stringify(names.uuidOf(id)))));
+    return q;
+  };
+  const providers: number[] = [];
+  return (cand, names) => {
+    // Providers in order of first appearance (a candidate names a handful: a scan beats a Map).
+    providers.length = 0;
+    for (const rr of cand.resources) if (!providers.includes(rr.providerId)) providers.push(rr.providerId);
+    w.bytes(shape.dictForm ? ALLOCATIONS_DICT : ALLOCATIONS_LIST);
+    for (let i = 0; i < providers.length; i++) {
+      const p = providers[i];
+      if (i > 0) w.bytes(COMMA);
+      if (shape.dictForm) w.bytes(uuid(names, p)).bytes(RESOURCES_OPEN);
+      else w.bytes(LIST_PROVIDER_OPEN).bytes(uuid(names, p)).bytes(LIST_RESOURCES_OPEN);
+      let first = true;
+      for (const rr of cand.resources) {
+        if (rr.providerId !== p) continue;
+        if (!first) w.bytes(COMMA);
+        first = false;
+        let key = classKey.get(rr.resourceClassId);
+        if (key === undefined) classKey.set(rr.resourceClassId, (key = ascii(`${JSON.stringify(names.resourceClassName(rr.resourceClassId))}:`)));
+        w.bytes(key).ascii(String(rr.amount));
+      }
+      w.bytes(CLOSE_TWO);
+    }
+    if (!shape.dictForm) {
+      w.bytes(LIST_CLOSE);
+      return;
+    }
+    w.bytes(CLOSE);
+    if (shape.mappings) {
+      w.bytes(MAPPINGS_OPEN);
+      let first = true;
+      for (const [suffix, mapped] of cand.mappings) {
+        if (!first) w.bytes(COMMA);
+        first = false;
+        let key = suffixKey.get(suffix);
+        if (key === undefined) suffixKey.set(suffix, (key = ascii(`${JSON.stringify(suffix)}:[`)));
+        w.bytes(key);
+        for (let i = 0; i < mapped.length; i++) {
+          if (i > 0) w.bytes(COMMA);
+          w.bytes(uuid(names, mapped[i]));
+        }
+        w.bytes(MAPPING_CLOSE);
+      }
+      w.bytes(CLOSE);
+    }
+    w.bytes(CLOSE);
+  };
+}
+
+/** The provider summaries of every provider the candidates use. */
+function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQuery, r: CandidatesResult): void {
+  const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
+  let first = true;
+  for (const s of r.summaries) {
+    const resources = s.inventories
+      .filter((inv) => shape.allClasses || requested.has(inv.resourceClass))
+      .map((inv) => `${JSON.stringify(inv.resourceClass)}:{"capacity":${inv.capacity},"used":${inv.used}}`);
+    const traits = shape.traits ? `,"traits":${JSON.stringify(s.traits)}` : "";
+    const tree = shape.tree
+      ? `,"parent_provider_uuid":${JSON.stringify(r.parentUuidOf(s.provider))},"root_provider_uuid":${JSON.stringify(r.rootUuidOf(s.provider))}`
+      : "";
+    w.ascii(`${first ? "" : ","}${JSON.stringify(r.uuidOf(s.provider.id))}:{"resources":{${resources.join(",")}}${traits}${tree}}`);
+    first = false;
+  }
+}
+
+/** Above this size the body is streamed chunk by chunk rather than copied into one buffer. */
+const STREAM_ABOVE_BYTES = 4 * 1024 * 1024;
