@@ -107,11 +107,14 @@ describe("concurrent writers on one provider", () => {
     });
     await firstInserted;
     // The second check cannot see the uncommitted row; its insert waits on the index, then fails.
-    const second = t.database.db.transaction((tx) => createProvider(tx, { uuid: randomUUID(), name, parentProviderUuid: null }));
+    // Its failure is caught at once: it can come while this test still awaits the first create.
+    const second = t.database.db
+      .transaction((tx) => createProvider(tx, { uuid: randomUUID(), name, parentProviderUuid: null }))
+      .then(() => undefined, (e: unknown) => e);
     await new Promise((r) => setTimeout(r, 200));
     release();
     await first;
-    const err = await second.then(() => undefined, (e: unknown) => e);
+    const err = await second;
     expect(err).toBeInstanceOf(PlacementError);
     expect((err as PlacementError).status).toBe(409);
     expect((err as PlacementError).detail).toBe(`Conflicting resource provider name: ${name} already exists.`);
