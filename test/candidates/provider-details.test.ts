@@ -93,6 +93,31 @@ describe("kept provider details", () => {
     expect((await summaryOf(p.uuid, `${CPU}:1`)).resources[MEM]).toEqual({ capacity: 7, used: 2 });
     expect(await generation(p.uuid)).toBe(gen);
   });
+
+  it("answer from one snapshot when a provider changes between the filter and the read of its details", async () => {
+    const CPU = custom("CPU");
+    const p = await d.provider({ inventory: { [CPU]: 4 } });
+    // When the details of this provider (new to the copy) are read, another writer has just shrunk it
+    // below the request: the filter saw 4, the read would see 1.
+    const pool = t.database.pool as unknown as { query: (...args: unknown[]) => Promise<unknown> };
+    const query = pool.query.bind(pool);
+    let interfered = false;
+    pool.query = async (...args: unknown[]) => {
+      if ((args[0] as { name?: string })?.name === "ac_provider_details" && !interfered) {
+        interfered = true;
+        await t.sql(`UPDATE inventories SET total = 1 WHERE resource_provider_id = $1`, [p.id]);
+      }
+      return query(...args);
+    };
+    try {
+      const res = await t.request("GET", `/allocation_candidates?resources=${CPU}:2`);
+      expect(interfered).toBe(true);
+      // Filter and details again in one snapshot: no candidate, rather than one whose summary says it cannot fit.
+      expect(res.body).toEqual({ allocation_requests: [], provider_summaries: {} });
+    } finally {
+      pool.query = query;
+    }
+  });
 });
 
 describe("ProviderDetailsCache", () => {
