@@ -6,15 +6,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startHarness, type Harness } from "../support/harness.js";
-import { custom, Data, type Provider } from "./data.js";
+import type { Harness } from "../support/harness.js";
+import { custom, startData, type Data, type Provider } from "./data.js";
 
 let t: Harness;
 let d: Data;
-beforeAll(async () => {
-  t = await startHarness();
-  d = new Data(t);
-});
+beforeAll(async () => void ({ t, d } = await startData()));
 afterAll(async () => t.close());
 
 describe("batches of trees under a limit", () => {

@@ -4,7 +4,7 @@
  * isolate by data.
  */
 import { randomUUID } from "node:crypto";
-import type { Harness } from "../support/harness.js";
+import { startHarness, type Harness } from "../support/harness.js";
 
 export interface Inv {
   total: number;
@@ -91,3 +91,9 @@ export class Data {
 
 /** A fresh custom name so tests sharing a database do not see each other's traits or classes. */
 export const custom = (prefix: string): string => `CUSTOM_${prefix}_${randomUUID().slice(0, 8).toUpperCase()}`;
+
+/** A harness of its own (fresh database) and a data builder on it, for a test file's beforeAll. */
+export async function startData(): Promise<{ t: Harness; d: Data }> {
+  const t = await startHarness();
+  return { t, d: new Data(t) };
+}

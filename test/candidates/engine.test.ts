@@ -5,15 +5,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startHarness, type Harness } from "../support/harness.js";
-import { custom, Data } from "./data.js";
+import type { Harness } from "../support/harness.js";
+import { custom, startData, type Data } from "./data.js";
 
 let t: Harness;
 let d: Data;
-beforeAll(async () => {
-  t = await startHarness();
-  d = new Data(t);
-});
+beforeAll(async () => void ({ t, d } = await startData()));
 afterAll(async () => t.close());
 
 const get = (query: string, version = "latest") => t.request("GET", `/allocation_candidates?${query}`, { version });
