@@ -15,6 +15,17 @@ import { claimBody, createProvider, overcommitted, PROJECT, usageDrift, usedOn, 
 const harnesses: Harness[] = [];
 afterAll(async () => Promise.all(harnesses.map((h) => h.close())));
 
+/** Returns once another session of this database is blocked on a lock (or after 5 s). */
+async function untilSomeoneWaitsOnALock(observer: pg.Client): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const waiting = await observer.query(
+      "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
+    );
+    if (waiting.rowCount) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 async function claimThroughADeadlock(retries: number) {
   const t = await startHarness({ config: { PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT: retries } });
   harnesses.push(t);
@@ -38,13 +49,7 @@ async function claimThroughADeadlock(retries: number) {
       },
     });
     // Wait until the claim is blocked on a row lock (it then holds the first provider).
-    for (let i = 0; i < 100; i++) {
-      const waiting = await other.query(
-        "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
-      );
-      if (waiting.rowCount) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await untilSomeoneWaitsOnALock(other);
     await other.query("SELECT 1 FROM resource_providers WHERE id = $1 FOR UPDATE", [first.id]);
     await other.query("COMMIT");
     const res = await claim;
@@ -89,13 +94,7 @@ describe("deadlocks", () => {
       await other.query("BEGIN");
       await other.query("SELECT 1 FROM inventories WHERE resource_provider_id = $1 FOR UPDATE", [second.id]);
       const deletion = t.request("DELETE", `/allocations/${consumer}`);
-      for (let i = 0; i < 100; i++) {
-        const waiting = await other.query(
-          "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
-        );
-        if (waiting.rowCount) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await untilSomeoneWaitsOnALock(other);
       await other.query("SELECT 1 FROM inventories WHERE resource_provider_id = $1 FOR UPDATE", [first.id]);
       await other.query("COMMIT");
       const res = await deletion;
