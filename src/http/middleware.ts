@@ -70,13 +70,19 @@ const CORS_METHODS = ["GET", "PUT", "POST", "DELETE", "PATCH"];
 const CORS_SIMPLE_HEADERS = ["Cache-Control", "Content-Language", "Content-Type", "Expires", "Last-Modified", "Pragma"];
 const CORS_EXPOSE_HEADERS = [HEADER, REQUEST_ID_HEADER];
 
+/**
+ * 413 past PLACEMENT_MAX_BODY_BYTES. Not for GET and HEAD, whose bodies no
+ * route reads: hono's check builds a full Request object (and an
+ * AbortSignal) to look for a body, garbage on every read.
+ */
 export function bodySizeLimit(config: Config): MiddlewareHandler<AppEnv> {
-  return bodyLimit({
+  const limit = bodyLimit({
     maxSize: config.PLACEMENT_MAX_BODY_BYTES,
     onError: () => {
       throw new PlacementError(413, `Request body is larger than ${config.PLACEMENT_MAX_BODY_BYTES} bytes.`);
     },
   });
+  return (c, next) => (c.req.method === "GET" || c.req.method === "HEAD" ? next() : limit(c, next));
 }
 
 /** The root document is public, as in Placement; everything else needs an identity. */
