@@ -9,8 +9,8 @@
  *
  * Why it is fast (1,000 flat compute nodes, 2 cores, PostgreSQL 15; the
  * statement as the client sees it, p50; before this shape it also rendered
- * capacities and traits and summed allocations: plain 4.4 -> 3.2 ms, required
- * and forbidden traits 3.1 -> 2.3 ms, member_of 2.8 -> 0.6 ms):
+ * capacities and traits and summed allocations: plain 4.4 -> 2.5 ms, required
+ * and forbidden traits 3.1 -> 1.5 ms, member_of 2.8 -> 0.5 ms):
  * - Capacity is one aggregation over `inventories` per provider, counting the
  *   requested classes that fit (`count(*) FILTER (...) >= n`), instead of a
  *   correlated check per provider and class. Usage is the row's own `used`
@@ -29,14 +29,21 @@
  *   made per request, as before, cost 0.5-0.8 ms of planning at every
  *   request). Traits stay semi-joins: they usually match half the cloud, where
  *   the hash join is cheaper than 500 index probes (measured both ways).
- * - With a LIMIT the aggregation stops early: 10,000 nodes, limit=1000, 4.8 ms.
- * The plan (EXPLAIN ANALYZE, plain request, 1,000 nodes, 2.3 ms):
+ * - Each candidate's details key (provider-details.ts) is an aggregate of the
+ *   same inventory rows, so no row of resource_providers is read (0.25 ms
+ *   of join and 0.2 ms of timestamp formatting less than a key kept there).
+ * - With a LIMIT the aggregation walks providers in order and stops early
+ *   (10,000 nodes, limit=1000: 4.8 ms). Without one the text has no LIMIT
+ *   clause at all, so it is another prepared statement: bound to NULL, a
+ *   LIMIT parameter still made the generic plan walk in order through merge
+ *   joins (traits: 2.3 ms, against 1.5 ms hashing).
+ * The generic plan (EXPLAIN ANALYZE EXECUTE, plain request without limit, 1,000 nodes):
  *   Append
  *     -> CTE Scan on names        (classes, the asked-for names, 'n' and 's' by index)
- *     -> Sort -> Hash Join (resource_providers, for the details key)
- *          -> Sort -> HashAggregate (Group Key: inv.resource_provider_id, Filter: count(*) FILTER (...) >= 3)
- *               One-Time Filter: NOT (some provider has a parent or shares)
+ *     -> GroupAggregate (Group Key: inv.resource_provider_id, Filter: count(*) FILTER (...) >= 3)
+ *          -> Sort -> Result (One-Time Filter: NOT (some provider has a parent or shares))
  *               -> Hash Left Join (CTE req) -> Seq Scan on inventories
+ *   (with trait filters, a HashAggregate over hash semi and anti joins)
  *   Trait and aggregate filters join under the HashAggregate, so filtered-out
  *   providers are never aggregated.
  * Rows: `k` 'c' (every resource class), 't'/'a' (a name asked for and its
@@ -150,7 +157,8 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, limit: numb
       FROM unnest(${req[0]}::text[], ${req[1]}::int[], ${req[2]}::int[], ${req[3]}::int[]) AS x(name, lo, total, g)
       JOIN resource_classes rc ON rc.name = x.name
     ), anchor AS (
-      SELECT ${ID} AS id, string_agg(inv.resource_class_id || ' ' || inv.used, ' ') FILTER (WHERE inv.used > 0) AS used
+      SELECT ${ID} AS id, ${DETAILS_KEY_SQL("inv")} AS key,
+             string_agg(inv.resource_class_id || ' ' || inv.used, ' ') FILTER (WHERE inv.used > 0) AS used
       FROM inventories inv
       LEFT JOIN req r ON r.id = inv.resource_class_id
       WHERE NOT EXISTS (SELECT 1 FROM names WHERE k IN ('n', 's'))
@@ -158,11 +166,11 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, limit: numb
       GROUP BY ${ID}
       HAVING count(*) FILTER (WHERE inv.min_unit <= r.lo AND inv.max_unit >= r.total AND r.g % inv.step_size = 0
                                 AND inv.used + r.total <= (inv.total - inv.reserved) * inv.allocation_ratio) >= ${p(requests.size)}::int
-      ORDER BY ${ID} LIMIT ${p(limit ?? null)}::bigint
+      ORDER BY ${ID}${limit === undefined ? "" : ` LIMIT ${p(limit)}::bigint`}
     )
     SELECT k, id, s, NULL AS used FROM names
     UNION ALL
-    (SELECT 'x', a.id, ${DETAILS_KEY_SQL("rp")}, a.used FROM anchor a JOIN resource_providers rp ON rp.id = a.id ORDER BY a.id)`;
+    (SELECT 'x', a.id, a.key, a.used FROM anchor a ORDER BY a.id)`;
   // One prepared statement per request shape and connection; the name is the text's hash.
   const statement = { name: `ac_flat_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`, text, values, rowMode: "array" as const };
   const cache = detailsCacheFor(db);

@@ -1,22 +1,22 @@
 /**
- * The part of a provider summary that only changes with the provider's
- * generation: its uuid, each inventory's capacity and its traits. Every write
- * that changes an inventory or a trait bumps the generation and sets
- * updated_at (bumpProviderGeneration, the allocation writer), so a copy kept
- * under the key "generation updated_at" is exact for as long as the database
- * returns that key: the flat statement returns each candidate's key, read in
- * the same snapshot as its filter and its usage, and only candidates whose key
- * changed are read again. This is not a view of the cloud kept in memory:
- * which providers are candidates, and their usage, are decided by the
- * database at every request; the copy only spares reading and formatting
- * again, at every request, inventories and traits that did not change
- * (at 1,000 providers about a third of the statement's time).
+ * The part of a provider summary that changes only when the provider's
+ * inventories or traits change: its uuid, each inventory's capacity and its
+ * traits. Triggers give every inventory row a `details_version` that grows
+ * whenever the provider's inventories or traits change, by any path (the
+ * provider_details_version migration), so a copy kept under the key "count of
+ * its inventory rows, largest details_version" is exact for as long as the
+ * database returns that key. The flat statement computes each candidate's key
+ * from the very rows it aggregates to filter, in the same snapshot as its
+ * usage, and only candidates whose key changed are read again. This is not a
+ * view of the cloud kept in memory: which providers are candidates, and their
+ * usage, are decided by the database at every request; the copy only spares
+ * reading and formatting again, at every request, inventories and traits that
+ * did not change (at 1,000 providers about a third of the statement's time).
  *
- * updated_at is in the key besides the generation so that a database
- * restored from a backup under a running server (generations going back,
- * then forward again with other content) cannot match an old copy. Usage is
- * never kept: it changes without a generation bump (DELETE of allocations,
- * as in Placement).
+ * The versions are wall-clock microseconds (or the largest + 1 when the
+ * clock is behind), so a database restored from a backup under a running
+ * server cannot hand out a key the copy already has for other contents.
+ * Usage is never kept: it changes with every claim and every DELETE.
  */
 import type pg from "pg";
 
@@ -34,8 +34,11 @@ export type Runner = Pick<pg.PoolClient, "query">;
 /** Above this many entries the copy starts again empty (a bound on memory: ~300 bytes per provider). */
 const MAX_ENTRIES = 200_000;
 
-/** The SQL text of a provider's key; both statements must write it the same way. */
-export const DETAILS_KEY_SQL = (alias: string) => `${alias}.generation || ' ' || coalesce(${alias}.updated_at, ${alias}.created_at)`;
+/**
+ * The SQL text of a provider's key, an aggregate over its inventory rows
+ * (`alias`); both statements must write it the same way.
+ */
+export const DETAILS_KEY_SQL = (alias: string) => `count(*) || ' ' || max(${alias}.details_version)`;
 
 export class ProviderDetailsCache {
   private readonly entries = new Map<number, { key: string; details: ProviderDetails }>();
@@ -73,13 +76,16 @@ export function detailsCacheFor(db: object): ProviderDetailsCache {
 async function readDetails(run: Runner, ids: number[]): Promise<Map<number, { key: string; details: ProviderDetails }>> {
   const result = await run.query<[number, string, string, string | null, string | null]>({
     name: "ac_provider_details",
-    text: `SELECT rp.id, ${DETAILS_KEY_SQL("rp")}, rp.uuid::text,
-                  (SELECT string_agg(inv.resource_class_id || ' ' || floor((inv.total - inv.reserved) * inv.allocation_ratio)::bigint, ' '
-                                     ORDER BY inv.resource_class_id)
-                   FROM inventories inv WHERE inv.resource_provider_id = rp.id),
+    text: `SELECT rp.id, inv.key, rp.uuid::text, inv.capacities,
                   (SELECT string_agg(t.name, ' ' ORDER BY t.id)
                    FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id WHERE rpt.resource_provider_id = rp.id)
-           FROM resource_providers rp WHERE rp.id = ANY($1::int[])`,
+           FROM resource_providers rp
+           CROSS JOIN LATERAL (
+             SELECT ${DETAILS_KEY_SQL("i")} AS key,
+                    string_agg(i.resource_class_id || ' ' || floor((i.total - i.reserved) * i.allocation_ratio)::bigint, ' '
+                               ORDER BY i.resource_class_id) AS capacities
+             FROM inventories i WHERE i.resource_provider_id = rp.id) inv
+           WHERE rp.id = ANY($1::int[])`,
     values: [ids],
     rowMode: "array",
   });

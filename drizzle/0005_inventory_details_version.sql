@@ -1,0 +1,1 @@
+ALTER TABLE "inventories" ADD COLUMN "details_version" bigint DEFAULT 0 NOT NULL;
