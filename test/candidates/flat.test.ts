@@ -80,6 +80,33 @@ describe("flat deployments", () => {
     expect(Object.keys(res.body.provider_summaries)).toHaveLength(5);
   });
 
+  it("gives the same first providers when the limit reaches PostgreSQL's estimate of all providers and the statement drops its LIMIT", async () => {
+    // A database of its own: the estimate counts every provider in it.
+    const own = await startData();
+    try {
+      const CPU = custom("CPU");
+      for (let i = 0; i < 6; i++) await own.d.provider({ inventory: { [CPU]: 2 } });
+      await own.t.sql("ANALYZE resource_providers");
+      const [{ estimate }] = await own.t.sql<{ estimate: number }>(
+        "SELECT reltuples::int AS estimate FROM pg_class WHERE oid = 'resource_providers'::regclass",
+      );
+      expect(estimate).toBe(6);
+      // Four more than the estimate knows of: a limit of 6 must leave them out.
+      for (let i = 0; i < 4; i++) await own.d.provider({ inventory: { [CPU]: 2 } });
+      const ask = (query: string) => own.t.request("GET", `/allocation_candidates?${query}`, { version: "latest" });
+      const all = uuids(await ask(`resources=${CPU}:1`));
+      expect(all).toHaveLength(10);
+      const first = await ask(`resources=${CPU}:1&limit=6`); // the estimate is known from the request above: no LIMIT, sliced
+      const again = await ask(`resources=${CPU}:1&limit=6`);
+      for (const res of [first, again]) {
+        expect(uuids(res)).toEqual(all.slice(0, 6));
+        expect(Object.keys(res.body.provider_summaries).sort()).toEqual(all.slice(0, 6).sort());
+      }
+    } finally {
+      await own.t.close();
+    }
+  });
+
   it("keeps Placement's rule that a resourceless group needs a trait or aggregate filter", async () => {
     const [CPU, R] = [custom("CPU"), custom("R")];
     const p = await d.provider({ inventory: { [CPU]: 2 }, traits: [R] });

@@ -48,7 +48,8 @@
  *   providers are never aggregated.
  * Rows: `k` 'c' (every resource class), 't'/'a' (a name asked for and its
  * id), 'n' (some provider has a parent), 's' (some provider shares), 'r' (an
- * in_tree provider and its root), 'x' (a candidate: id, details key, usage).
+ * in_tree provider and its root), 'e' (PostgreSQL's estimate of the number of
+ * providers), 'x' (a candidate: id, details key, usage).
  */
 import { createHash } from "node:crypto";
 import type pg from "pg";
@@ -109,7 +110,15 @@ function poolOf(db: Db): pg.Pool {
   return pool;
 }
 
+/** Per database handle: PostgreSQL's estimate of the number of providers, as the last statement saw it. */
+const providerEstimates = new WeakMap<object, number>();
+
 export async function flatCandidates(db: Db, query: CandidatesQuery, limit: number | undefined): Promise<FlatAnswer> {
+  // A limit of at least every provider (as PostgreSQL last estimated them) limits nothing: leave it to
+  // the slice below, so the statement is the hashing one rather than the walk in order that stops early
+  // (1,000 nodes, limit=1000: 3.3 -> 2.5 ms). An estimate that lags a growing cloud costs only time.
+  const estimate = providerEstimates.get(db);
+  const sqlLimit = limit !== undefined && estimate !== undefined && estimate >= 0 && limit >= estimate ? undefined : limit;
   const { groups, params } = query;
   const values: unknown[] = [];
   const p = (v: unknown) => `$${values.push(v)}`;
@@ -152,6 +161,7 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, limit: numb
       UNION ALL (SELECT 's', rpt.resource_provider_id, '' FROM resource_provider_traits rpt
                  WHERE rpt.trait_id = (SELECT id FROM traits WHERE name = '${SHARING_TRAIT}') LIMIT 1)
       UNION ALL SELECT 'r', root_provider_id, uuid::text FROM resource_providers WHERE uuid = ANY(${head[2]}::varchar[])
+      UNION ALL SELECT 'e', reltuples::int, '' FROM pg_class WHERE oid = 'resource_providers'::regclass
     ), req AS MATERIALIZED (
       SELECT rc.id, x.lo, x.total, x.g
       FROM unnest(${req[0]}::text[], ${req[1]}::int[], ${req[2]}::int[], ${req[3]}::int[]) AS x(name, lo, total, g)
@@ -166,7 +176,7 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, limit: numb
       GROUP BY ${ID}
       HAVING count(*) FILTER (WHERE inv.min_unit <= r.lo AND inv.max_unit >= r.total AND r.g % inv.step_size = 0
                                 AND inv.used + r.total <= (inv.total - inv.reserved) * inv.allocation_ratio) >= ${p(requests.size)}::int
-      ORDER BY ${ID}${limit === undefined ? "" : ` LIMIT ${p(limit)}::bigint`}
+      ORDER BY ${ID}${sqlLimit === undefined ? "" : ` LIMIT ${p(sqlLimit)}::bigint`}
     )
     SELECT k, id, s, NULL AS used FROM names
     UNION ALL
@@ -176,9 +186,11 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, limit: numb
   const cache = detailsCacheFor(db);
   const answer = async (run: Runner): Promise<FlatAnswer | undefined> => {
     const result = await run.query<unknown[]>(statement);
-    const { names, inTree, classNames, rows } = readRows(result.rows);
+    const { names, inTree, classNames, rows, providerEstimate } = readRows(result.rows);
+    if (providerEstimate !== undefined) providerEstimates.set(db, providerEstimate);
     // An unknown in_tree provider means no candidates at all, whichever group names it.
     if (inTreeUuids.some((u) => !inTree.has(u))) rows.length = 0;
+    if (limit !== undefined && rows.length > limit) rows.length = limit;
     const details = await cache.resolve(run, rows);
     if (!details) return undefined;
     const anchors = rows.map((r, i) => ({ details: details[i], used: r.used }));
@@ -203,12 +215,13 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, limit: numb
   }
 }
 
-/** The statement's rows: names, and each candidate's id, details key and usage. */
+/** The statement's rows: names, the providers estimate, and each candidate's id, details key and usage. */
 function readRows(rows: unknown[][]) {
   const names: NameLookup = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), hasTrees: false, hasSharing: false };
   const inTree = new Map<string, number>();
   const classNames = new Map<number, string>();
   const candidates: Array<{ id: number; key: string; used: Map<number, number> | undefined }> = [];
+  let providerEstimate: number | undefined;
   for (const row of rows) {
     const k = row[0] as string;
     if (k === "x") candidates.push({ id: row[1] as number, key: row[2] as string, used: usageOf(row[3] as string | null) });
@@ -219,10 +232,11 @@ function readRows(rows: unknown[][]) {
     else if (k === "t") names.traits.set(row[2] as string, row[1] as number);
     else if (k === "a") names.aggregates.set(row[2] as string, row[1] as number);
     else if (k === "r") inTree.set(row[2] as string, row[1] as number);
+    else if (k === "e") providerEstimate = row[1] as number;
     else if (k === "n") names.hasTrees = true;
     else names.hasSharing = true;
   }
-  return { names, inTree, classNames, rows: candidates };
+  return { names, inTree, classNames, rows: candidates, providerEstimate };
 }
 
 /** "classId used classId used ..." (non-zero usage only) as a map. */
