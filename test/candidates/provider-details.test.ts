@@ -160,4 +160,32 @@ describe("ProviderDetailsCache", () => {
     expect(await cache.resolve(runner, [{ id: 2, key: "3 d" }])).toBeUndefined();
     expect(reads).toEqual([[1, 2], [2], [2], [2]]);
   });
+
+  it("gives a request the details its statement saw, even if another request keeps newer ones meanwhile", async () => {
+    const cache = new ProviderDetailsCache();
+    const rows = new Map<number, [string, string]>([
+      [1, ["0 a", "u1"]],
+      [2, ["0 a", "u2 as A saw it"]],
+    ]);
+    const { runner } = fakeRunner(rows);
+    await cache.resolve(runner, [{ id: 2, key: "0 a" }]);
+    // Request A: provider 1 must be read (held back here), provider 2 is kept at the key A's statement saw.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const slow = {
+      query: async (config: unknown) => {
+        await gate;
+        return (runner as unknown as { query: (c: unknown) => unknown }).query(config);
+      },
+    } as unknown as Runner;
+    const a = cache.resolve(slow, [
+      { id: 1, key: "0 a" },
+      { id: 2, key: "0 a" },
+    ]);
+    // Request B, meanwhile: provider 2 has changed, B reads and keeps the new details.
+    rows.set(2, ["1 b", "u2 changed"]);
+    expect((await cache.resolve(runner, [{ id: 2, key: "1 b" }]))!.map((d) => d.uuid)).toEqual(["u2 changed"]);
+    release();
+    expect((await a)!.map((d) => d.uuid)).toEqual(["u1", "u2 as A saw it"]);
+  });
 });

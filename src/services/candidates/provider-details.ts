@@ -49,17 +49,24 @@ export class ProviderDetailsCache {
    * read of what the copy lacked: the caller must read again in one snapshot.
    */
   async resolve(run: Runner, wanted: ReadonlyArray<{ id: number; key: string }>): Promise<ProviderDetails[] | undefined> {
-    const missing = wanted.filter((w) => this.entries.get(w.id)?.key !== w.key);
+    // The hits are taken now, before any await: a request running meanwhile may replace an entry
+    // with a newer one, which this request's statement did not see.
+    const out = wanted.map((w) => {
+      const entry = this.entries.get(w.id);
+      return entry?.key === w.key ? entry.details : undefined;
+    });
+    const missing = wanted.flatMap((w, i) => (out[i] === undefined ? [i] : []));
     if (missing.length > 0) {
       if (this.entries.size + missing.length > MAX_ENTRIES) this.entries.clear();
-      const found = await readDetails(run, missing.map((m) => m.id));
-      for (const m of missing) {
-        const row = found.get(m.id);
-        if (!row || row.key !== m.key) return undefined;
-        this.entries.set(m.id, row);
+      const found = await readDetails(run, missing.map((i) => wanted[i].id));
+      for (const i of missing) {
+        const row = found.get(wanted[i].id);
+        if (!row || row.key !== wanted[i].key) return undefined;
+        this.entries.set(wanted[i].id, row);
+        out[i] = row.details;
       }
     }
-    return wanted.map((w) => this.entries.get(w.id)!.details);
+    return out as ProviderDetails[];
   }
 }
 
