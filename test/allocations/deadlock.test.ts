@@ -26,6 +26,31 @@ async function untilSomeoneWaitsOnALock(observer: pg.Client): Promise<void> {
   }
 }
 
+/**
+ * Makes `request` deadlock: a raw session locks the second provider's rows of
+ * `table`, waits until the request (which locks in id order) holds the first
+ * provider's and waits for the second's, then asks for the first's. Its own
+ * deadlock_timeout is long, so PostgreSQL breaks the cycle by aborting the
+ * request's transaction. Returns the request's response.
+ */
+async function throughADeadlock<T>(t: Harness, table: "resource_providers" | "inventories", first: Provider, second: Provider, request: () => Promise<T>): Promise<T> {
+  const column = table === "resource_providers" ? "id" : "resource_provider_id";
+  const other = new pg.Client({ connectionString: t.url });
+  await other.connect();
+  try {
+    await other.query("SET deadlock_timeout = '10s'");
+    await other.query("BEGIN");
+    await other.query(`SELECT 1 FROM ${table} WHERE ${column} = $1 FOR UPDATE`, [second.id]);
+    const response = request();
+    await untilSomeoneWaitsOnALock(other);
+    await other.query(`SELECT 1 FROM ${table} WHERE ${column} = $1 FOR UPDATE`, [first.id]);
+    await other.query("COMMIT");
+    return await response;
+  } finally {
+    await other.end();
+  }
+}
+
 async function claimThroughADeadlock(retries: number) {
   const t = await startHarness({ config: { PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT: retries } });
   harnesses.push(t);
@@ -33,13 +58,8 @@ async function claimThroughADeadlock(retries: number) {
   const second = await createProvider(t, { VCPU: { total: 8 } });
   expect(first.id).toBeLessThan(second.id);
 
-  const other = new pg.Client({ connectionString: t.url });
-  await other.connect();
-  try {
-    await other.query("SET deadlock_timeout = '10s'");
-    await other.query("BEGIN");
-    await other.query("SELECT 1 FROM resource_providers WHERE id = $1 FOR UPDATE", [second.id]);
-    const claim = t.request("PUT", `/allocations/${newUuid()}`, {
+  const res = await throughADeadlock(t, "resource_providers", first, second, () =>
+    t.request("PUT", `/allocations/${newUuid()}`, {
       body: {
         allocations: { [first.uuid]: { resources: { VCPU: 1 } }, [second.uuid]: { resources: { VCPU: 1 } } },
         project_id: PROJECT,
@@ -47,18 +67,11 @@ async function claimThroughADeadlock(retries: number) {
         consumer_generation: null,
         consumer_type: "INSTANCE",
       },
-    });
-    // Wait until the claim is blocked on a row lock (it then holds the first provider).
-    await untilSomeoneWaitsOnALock(other);
-    await other.query("SELECT 1 FROM resource_providers WHERE id = $1 FOR UPDATE", [first.id]);
-    await other.query("COMMIT");
-    const res = await claim;
-    const used = await t.sql<{ n: number }>("SELECT count(*)::int AS n FROM allocations");
-    expect(await overcommitted(t)).toEqual([]);
-    return { res, allocations: used[0].n };
-  } finally {
-    await other.end();
-  }
+    }),
+  );
+  const used = await t.sql<{ n: number }>("SELECT count(*)::int AS n FROM allocations");
+  expect(await overcommitted(t)).toEqual([]);
+  return { res, allocations: used[0].n };
 }
 
 describe("deadlocks", () => {
@@ -86,25 +99,12 @@ describe("deadlocks", () => {
       body: { ...claimBody("", {}, null, { consumer_type: "INSTANCE" }), allocations: { [first.uuid]: { resources: { VCPU: 1 } }, [second.uuid]: { resources: { VCPU: 1 } } } },
     });
     expect(claim.status).toBe(204);
-    const other = new pg.Client({ connectionString: t.url });
-    await other.connect();
-    try {
-      // The DELETE's trigger locks the first provider's inventory row, then waits for the second's, held here.
-      await other.query("SET deadlock_timeout = '10s'");
-      await other.query("BEGIN");
-      await other.query("SELECT 1 FROM inventories WHERE resource_provider_id = $1 FOR UPDATE", [second.id]);
-      const deletion = t.request("DELETE", `/allocations/${consumer}`);
-      await untilSomeoneWaitsOnALock(other);
-      await other.query("SELECT 1 FROM inventories WHERE resource_provider_id = $1 FOR UPDATE", [first.id]);
-      await other.query("COMMIT");
-      const res = await deletion;
-      expect(res.status).toBe(409);
-      expect(res.body.errors[0].code).toBe("placement.concurrent_update");
-      expect(await t.sql("SELECT 1 FROM allocations")).toHaveLength(2);
-      expect(await usageDrift(t)).toEqual([]);
-    } finally {
-      await other.end();
-    }
+    // The DELETE's trigger locks the first provider's inventory row, then waits for the second's.
+    const res = await throughADeadlock(t, "inventories", first, second, () => t.request("DELETE", `/allocations/${consumer}`));
+    expect(res.status).toBe(409);
+    expect(res.body.errors[0].code).toBe("placement.concurrent_update");
+    expect(await t.sql("SELECT 1 FROM allocations")).toHaveLength(2);
+    expect(await usageDrift(t)).toEqual([]);
   });
 });
 
