@@ -173,13 +173,7 @@ describe("deadlocks between writers of inventory usage", () => {
         await other.query("BEGIN");
         await other.query("SELECT 1 FROM inventories WHERE id = $1 FOR UPDATE", [low]);
         const pending = write();
-        for (let i = 0; i < 100; i++) {
-          const waiting = await other.query(
-            "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
-          );
-          if (waiting.rowCount) break;
-          await new Promise((r) => setTimeout(r, 20));
-        }
+        await untilSomeoneWaitsOnALock(other);
         let higherFree = true;
         try {
           await other.query("SELECT 1 FROM inventories WHERE id = $1 FOR UPDATE NOWAIT", [high]);
