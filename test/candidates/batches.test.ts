@@ -1,6 +1,6 @@
 /**
  * The general engine under a limit walks root providers in id order, batch by
- * batch, narrowing capacity to each batch's trees plus the sharing providers.
+ * batch, reading each batch's trees whole plus the sharing providers' trees.
  * These trees make the first batches come up empty, so several are needed,
  * and a sharing provider created before all of them must still serve the late ones.
  */

@@ -126,6 +126,20 @@ describe("sharing providers", () => {
     const diskOnly = await get(`resources=${DISK}:500`);
     expect(diskOnly.body.allocation_requests.map(providersOf)).toEqual([[ss.uuid]]);
   });
+
+  it("pins a group to the sharing provider's tree with in_tree and still anchors in the trees it shares with", async () => {
+    const [CPU, DISK] = [custom("CPU"), custom("DISK")];
+    const agg = randomUUID();
+    const cn1 = await d.provider({ inventory: { [CPU]: 4 }, aggregates: [agg] });
+    const cn2 = await d.provider({ inventory: { [CPU]: 4 }, aggregates: [agg] });
+    await d.provider({ inventory: { [CPU]: 4, [DISK]: 100 } });
+    const ss = await d.provider({ inventory: { [DISK]: 1000 }, traits: ["MISC_SHARES_VIA_AGGREGATE"], aggregates: [agg] });
+    const res = await get(`resources_S=${DISK}:10&in_tree_S=${ss.uuid}&resources_C=${CPU}:1&group_policy=none`);
+    expect(res.body.allocation_requests.map(providersOf).sort()).toEqual([[cn1.uuid, ss.uuid].sort(), [cn2.uuid, ss.uuid].sort()].sort());
+    // Pinned to a compute node instead, only that tree anchors.
+    const pinned = await get(`resources_S=${DISK}:10&resources_C=${CPU}:1&in_tree_C=${cn2.uuid}&group_policy=none`);
+    expect(pinned.body.allocation_requests.map(providersOf)).toEqual([[cn2.uuid, ss.uuid].sort()]);
+  });
 });
 
 describe("nested trees and granular groups", () => {

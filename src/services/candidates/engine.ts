@@ -2,13 +2,14 @@
  * GET /allocation_candidates: which providers can satisfy a request, and how.
  *
  * Placement's semantics, reimplemented for speed:
- * 1. Narrow with set-based SQL, a fixed handful of queries per batch whatever
+ * 1. Read with set-based SQL, a fixed handful of queries per batch whatever
  *    the number of providers (see sql.ts): one lookup of the named classes,
  *    traits and aggregates; one query for the members of those traits and
- *    aggregates (read once per request); one for the capacity of every
- *    requested (class, amount) of every group; one for the anchors of sharing
- *    providers. Filters Placement applies one query at a time become set
- *    lookups in memory.
+ *    aggregates (read once per request); per batch of trees, one load of the
+ *    trees whole (providers, inventories with usage, traits), on which
+ *    capacity is checked in memory, and the anchors of sharing providers.
+ *    Filters Placement applies one query at a time become set lookups in
+ *    memory.
  * 2. Per group, derive the ways each anchor tree can satisfy it: granular
  *    groups need one provider with everything; the unsuffixed group may spread
  *    over a tree and the sharing providers of its aggregates.
@@ -17,9 +18,9 @@
  *    candidates exist.
  * Under a limit (depth-first, not randomized) steps 1-3 run over batches of
  * root providers in id order, each batch sized from the candidates per tree
- * seen so far, with capacity narrowed to the batch's trees plus the sharing
- * providers: a limited request over 10,000 trees reads the rows of the trees
- * it returns, not of all of them. Randomized requests shuffle the trees and
+ * seen so far, reading only the batch's trees and the sharing providers':
+ * a limited request over 10,000 trees reads the rows of the trees it
+ * returns, not of all of them. Randomized requests shuffle the trees and
  * take them in that order (a random sample of trees, not everything generated
  * then sampled); breadth-first interleaves the trees' candidates.
  * Without trees and sharing providers (most clouds) the route first tries
@@ -40,15 +41,17 @@ import { planFlat } from "./flat.js";
 import { SHARING_TRAIT } from "./flat-sql.js";
 import { emptyResult, generate, type AnchorSource, type CandidatesResult, type EngineOptions } from "./generate.js";
 import {
+  canTake,
+  loadTrees,
   lookupNames,
   memberships,
   nextRoots,
   providerByUuid,
-  providersWithCapacity,
   rootsOf,
   sharingAnchors,
-  type CapacityScope,
   type NameLookup,
+  type TreeData,
+  type TreeInventory,
 } from "./sql.js";
 
 export type { CandidatesResult, EngineOptions, ProviderSummary } from "./generate.js";
@@ -117,11 +120,40 @@ interface Planned {
   plans: GroupPlan[];
   trees: boolean;
   rootOf: Map<number, number>;
-  /** Roots of sharing providers' own trees: loaded up front, since any anchor may use them. */
-  sharingRoots: Set<number>;
   /** Provider id to the requested traits it has. */
   traitsOf: Map<number, Set<number>>;
   isSharing: (providerId: number) => boolean;
+}
+
+/** The inventories a batch may draw on (its trees' and every sharing provider's), and each provider's root. */
+interface Scope {
+  inventories: TreeInventory[];
+  rootOf: Map<number, number>;
+}
+
+interface CapacityRequest {
+  resourceClassId: number;
+  amount: number;
+  /** Only providers of the tree with this root (in_tree). */
+  treeRootId?: number;
+}
+
+/** Per request, the [provider, root] pairs (in provider id order) whose inventory can take the amount. */
+function withCapacity(requests: CapacityRequest[], scope: Scope): Array<Array<[number, number]>> {
+  const byClass = new Map<number, TreeInventory[]>();
+  for (const inv of scope.inventories) {
+    const list = byClass.get(inv.resourceClassId);
+    if (list) list.push(inv);
+    else byClass.set(inv.resourceClassId, [inv]);
+  }
+  return requests.map((r) => {
+    const out: Array<[number, number]> = [];
+    for (const inv of byClass.get(r.resourceClassId) ?? []) {
+      const root = scope.rootOf.get(inv.providerId)!;
+      if (canTake(inv, r.amount) && (r.treeRootId === undefined || root === r.treeRootId)) out.push([inv.providerId, root]);
+    }
+    return out.sort((a, b) => a[0] - b[0]);
+  });
 }
 
 /** What every batch of a request shares: who has the named traits and aggregates, and who shares. */
@@ -143,8 +175,8 @@ async function loadMembers(tx: Queryable, names: NameLookup): Promise<Members> {
 }
 
 /**
- * Per group, the options of each anchor tree: over every tree, or (scope)
- * over a batch of trees plus the sharing providers that may anchor into them.
+ * Per group, the options of each anchor tree of a batch, drawing on the
+ * batch's trees and the sharing providers that may anchor into them (scope).
  */
 async function plan(
   tx: Queryable,
@@ -152,7 +184,7 @@ async function plan(
   names: NameLookup,
   treeRoot: Map<string, number>,
   members: Members,
-  scope?: CapacityScope,
+  scope: Scope,
 ): Promise<Planned | typeof EMPTY> {
   const { groups, params } = query;
   const { resourceClasses: rcIds, traits: tIds, aggregates: aggIds, hasTrees: trees } = names;
@@ -170,15 +202,15 @@ async function plan(
   const requests = groups.flatMap((g) =>
     [...g.resources].map(([rc, amount]) => ({ group: g, resourceClassId: rcIds.get(rc)!, amount, treeRootId: treeRoot.get(g.suffix) })),
   );
-  const capacity = await providersWithCapacity(tx, requests, scope);
+  const capacity = withCapacity(requests, scope);
   const rootOf = new Map<number, number>();
-  const withCapacity = new Map<RequestGroup, Array<{ rc: number; amount: number; rps: Array<[number, number]> }>>();
+  const capacityOf = new Map<RequestGroup, Array<{ rc: number; amount: number; rps: Array<[number, number]> }>>();
   for (let i = 0; i < requests.length; i++) {
     if (capacity[i].length === 0) return EMPTY;
     for (const [rp, root] of capacity[i]) rootOf.set(rp, root);
-    const list = withCapacity.get(requests[i].group) ?? [];
+    const list = capacityOf.get(requests[i].group) ?? [];
     list.push({ rc: requests[i].resourceClassId, amount: requests[i].amount, rps: capacity[i] });
-    withCapacity.set(requests[i].group, list);
+    capacityOf.set(requests[i].group, list);
   }
 
   // Per group filters as predicates over the membership maps.
@@ -204,7 +236,7 @@ async function plan(
   for (const g of groups) {
     const f = filtersOf(g);
     if (!g.useSameProvider && (anySharing || trees)) {
-      spreads.set(g, withCapacity.get(g)!);
+      spreads.set(g, capacityOf.get(g)!);
       continue;
     }
     let rps: Array<[number, number]>;
@@ -217,7 +249,7 @@ async function plan(
       for (const [rp, root] of roots) rootOf.set(rp, root);
       rps = [...roots];
     } else {
-      const lists = withCapacity.get(g)!;
+      const lists = capacityOf.get(g)!;
       const inAll = new Map(lists[0].rps);
       for (const l of lists.slice(1)) {
         const ids = new Set(l.rps.map(([rp]) => rp));
@@ -240,7 +272,6 @@ async function plan(
   for (const [rp, anchors] of await sharingAnchors(tx, unknown)) members.anchorsOf.set(rp, anchors);
   for (const rp of unknown) if (!members.anchorsOf.has(rp)) members.anchorsOf.set(rp, []);
   const anchorsOf = members.anchorsOf;
-  const sharingRoots = new Set([...sharingIds].map((rp) => rootOf.get(rp)!));
 
   const plans: GroupPlan[] = [];
   for (const g of groups) {
@@ -305,39 +336,75 @@ async function plan(
   for (const p of plans) {
     if (p.kind === "spread") for (const perClass of p.byAnchor.values()) for (const rrs of perClass.values()) rrs.sort((a, b) => a.providerId - b.providerId);
   }
-  return { plans, trees, rootOf, sharingRoots, traitsOf, isSharing };
+  return { plans, trees, rootOf, traitsOf, isSharing };
 }
 
 /**
  * The general planner over batches of root providers in id order (all of them
- * when no count is given): each batch narrows capacity to its trees plus the
- * sharing providers, so a limited request over 10,000 nested trees reads the
- * rows of the few hundred trees it needs, not of all of them.
+ * when no count is given). Each batch loads its trees whole (plus, with the
+ * first batch, the trees of the sharing providers, which any anchor may use)
+ * and checks capacity on what it loaded, so a limited request over 10,000
+ * nested trees reads the few hundred trees it needs, and no request reads an
+ * inventory twice. When a group with resources is pinned to a tree (in_tree),
+ * only that tree and the trees its sharing providers anchor into can be
+ * anchors, and only those are read.
  */
 function generalSource(tx: Queryable, query: CandidatesQuery, names: NameLookup, treeRoots: Map<string, number>, members: Members): AnchorSource {
   let current: Planned | undefined;
   const rootOf = new Map<number, number>();
+  // The sharing providers' own trees, loaded with the first batch; their inventories join every batch's.
+  let sharingTrees: TreeData | undefined;
+  const sharingRoots = new Set<number>();
+  let pinned: number[] | undefined;
+
+  const pinnedRoots = async (): Promise<number[] | undefined> => {
+    const roots = query.groups.flatMap((g) => (g.resources.size > 0 && treeRoots.has(g.suffix) ? [treeRoots.get(g.suffix)!] : []));
+    if (roots.length === 0) return undefined;
+    const unknown = members.sharing.filter((rp) => !members.anchorsOf.has(rp));
+    for (const [rp, anchors] of await sharingAnchors(tx, unknown)) members.anchorsOf.set(rp, anchors);
+    const anchors = members.sharing.flatMap((rp) => members.anchorsOf.get(rp) ?? []);
+    return unique([...roots, ...anchors]).sort((a, b) => a - b);
+  };
+  const rootsAfter = async (afterId: number, count: number | undefined): Promise<number[]> => {
+    pinned ??= (await pinnedRoots()) ?? [];
+    const fromPinned = pinned.length > 0 ? pinned.filter((r) => r > afterId) : undefined;
+    if (fromPinned) return count === undefined ? fromPinned : fromPinned.slice(0, count);
+    return nextRoots(tx, afterId, count);
+  };
+
   return {
     next: async (afterId, count) => {
-      let roots: number[] | undefined;
-      if (count !== undefined) {
-        roots = await nextRoots(tx, afterId, count);
-        if (roots.length === 0) return { anchors: [], after: afterId, done: true, scanned: 0 };
+      const roots = await rootsAfter(afterId, count);
+      const after = roots.length > 0 ? roots[roots.length - 1] : afterId;
+      const done = count === undefined || roots.length < count;
+      const scanned = roots.length;
+      if (roots.length === 0) return { anchors: [], after, done, scanned };
+      const firstBatch = sharingTrees === undefined;
+      if (firstBatch) {
+        const ids = new Set(members.sharing);
+        const found = members.sharing.length > 0 ? await loadTrees(tx, [...(await rootsOf(tx, members.sharing)).values()]) : undefined;
+        sharingTrees = found ?? { providers: [], inventories: [], traits: new Map() };
+        for (const p of sharingTrees.providers) if (ids.has(p.id)) sharingRoots.add(p.rootId);
       }
-      const planned = await plan(tx, query, names, treeRoots, members, roots && { roots, plus: members.sharing });
-      const after = roots ? roots[roots.length - 1] : afterId;
-      const done = roots === undefined || roots.length < count!;
-      const scanned = roots?.length ?? 0;
-      if (planned === EMPTY) return { anchors: [], after, done, scanned };
+      const batch = await loadTrees(tx, roots.filter((r) => !sharingRoots.has(r)));
+      for (const p of batch.providers) rootOf.set(p.id, p.rootId);
+      for (const p of sharingTrees!.providers) rootOf.set(p.id, p.rootId);
+      const inBatch = new Set(roots);
+      const scope: Scope = {
+        inventories: [
+          ...batch.inventories,
+          ...sharingTrees!.inventories.filter((inv) => members.isSharing(inv.providerId) || inBatch.has(rootOf.get(inv.providerId)!)),
+        ],
+        rootOf,
+      };
+      const data = firstBatch ? merge(sharingTrees!, batch) : batch;
+      const planned = await plan(tx, query, names, treeRoots, members, scope);
+      if (planned === EMPTY) return { anchors: [], data, after, done, scanned };
       current = planned;
-      for (const [rp, root] of planned.rootOf) rootOf.set(rp, root);
       const { plans } = planned;
       // A sharing provider's own tree may lie outside the batch: it is combined when its batch comes.
-      const inBatch = roots && new Set(roots);
-      const anchors = [...plans[0].byAnchor.keys()]
-        .filter((a) => plans.every((p) => p.byAnchor.has(a)) && (!inBatch || inBatch.has(a)))
-        .sort((x, y) => x - y);
-      return { anchors, preload: [...planned.sharingRoots], after, done, scanned };
+      const anchors = [...plans[0].byAnchor.keys()].filter((a) => plans.every((p) => p.byAnchor.has(a)) && inBatch.has(a)).sort((x, y) => x - y);
+      return { anchors, data, after, done, scanned };
     },
     optionsAt: (anchor) =>
       current!.plans.map((p) =>
@@ -352,3 +419,11 @@ function generalSource(tx: Queryable, query: CandidatesQuery, names: NameLookup,
   };
 }
 
+/** Two loads of distinct trees as one. */
+function merge(a: TreeData, b: TreeData): TreeData {
+  return {
+    providers: [...a.providers, ...b.providers].sort((x, y) => x.id - y.id),
+    inventories: [...a.inventories, ...b.inventories],
+    traits: new Map([...a.traits, ...b.traits]),
+  };
+}

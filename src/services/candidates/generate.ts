@@ -54,8 +54,6 @@ export interface Batch {
   /** Trees to combine in, in order; with `data`, already loaded. */
   anchors: number[];
   data?: TreeData;
-  /** Trees to load first (the sharing providers' own trees). */
-  preload?: number[];
   /** Where the next batch starts. */
   after: number;
   /** Nothing is left after this batch. */
@@ -158,8 +156,7 @@ export async function generate(
   };
   if (opts.randomize || opts.strategy === "breadth-first" || (!Number.isFinite(cap) && source.onePerAnchor)) {
     // Random sampling and breadth-first interleaving need the whole list of trees; so does everything flat.
-    const { anchors, data, preload } = await source.next(0, undefined);
-    await load(preload ?? []);
+    const { anchors, data } = await source.next(0, undefined);
     if (data) ingest(data);
     await run(opts.randomize ? shuffle(anchors) : anchors);
   } else {
@@ -171,7 +168,6 @@ export async function generate(
     let batch = !Number.isFinite(cap) ? UNLIMITED_BATCH : source.onePerAnchor ? Math.ceil(cap * 1.1) : Math.min(Math.ceil(cap * 1.1), 64);
     for (;;) {
       const next = await source.next(afterId, batch);
-      await load(next.preload ?? []);
       if (next.data) ingest(next.data);
       if ((next.anchors.length > 0 && (await run(next.anchors))) || next.done) break;
       afterId = next.after;

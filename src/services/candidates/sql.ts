@@ -2,10 +2,12 @@
  * The set-based reads of the candidates engine. Each function is one query
  * over whole sets of providers (never one query per provider), so a request
  * costs a handful of round trips whatever the number of providers:
- * lookupNames, memberships, providersWithCapacity, (sharingAnchors,
- * providerByUuid, rootsOf when needed) and one loadTrees per batch of trees.
- * (Without trees and sharing providers flat.ts replaces the middle ones with
- * a single filter; see conditions.ts.)
+ * lookupNames, memberships, (sharingAnchors, providerByUuid, rootsOf when
+ * needed), then per batch of trees nextRoots and one loadTrees, whose
+ * inventories the engine checks for capacity itself (the batch needs them
+ * all for summaries and combining anyway). (Without trees and sharing
+ * providers flat.ts replaces the batches with a single filter; see
+ * conditions.ts.)
  *
  * Plans on PostgreSQL 15 with the migration's indexes (EXPLAIN ANALYZE on the
  * benchmark data, 1,000 compute nodes, nested variant: 5,020 providers):
@@ -15,15 +17,16 @@
  * - memberships: index scans of resource_provider_traits_trait_id_idx and
  *   resource_provider_aggregates_aggregate_id_idx for only the traits and
  *   aggregates the request names.
- * - providersWithCapacity: hash join of the few (class, amount) rows with
- *   `inventories` (seq scan; inventories_resource_class_id_idx when a class is
- *   rare), then resource_providers by primary key for the root; about 11 ms
- *   for 8,000 matching inventory rows. in_tree adds
- *   resource_providers_root_provider_id_idx.
- * - loadTrees: bitmap scan of resource_providers_root_provider_id_idx for the
- *   batch of roots, then hash or index joins to inventories
- *   (inventories_provider_class_unique) and resource_provider_traits (primary
- *   key); about 5 ms for 1,000 trees.
+ * - nextRoots: resource_providers_pkey in order, filtered on no parent, LIMIT.
+ * - loadTrees: the batch's providers by resource_providers_root_provider_id_idx
+ *   (a seq scan when the batch is most of the table), materialized once, then
+ *   hash joins to inventories and resource_provider_traits (seq scans; index
+ *   joins on inventories_provider_class_unique for small batches); about
+ *   20 ms for 1,000 nested trees, most of it formatting the texts.
+ *   (Capacity as its own query, joined to the batch's trees through an
+ *   `= ANY(roots)` filter, ran as 25,000 index probes in 30 to 80 ms: the
+ *   planner estimates the join of a few request rows with inventories at one
+ *   row.)
  * Usage is `inventories.used`, which triggers keep equal to the sum of the
  * allocations (migration inventory_usage_triggers): neither read touches
  * `allocations`, so their cost does not grow with the number of allocations.
@@ -65,61 +68,6 @@ export async function lookupNames(tx: Queryable, classes: string[], traitNames: 
     else if (r.kind === "n") out.hasTrees = true;
     else out.hasSharing = true;
   }
-  return out;
-}
-
-export interface CapacityRequest {
-  resourceClassId: number;
-  amount: number;
-  /** Restrict to the tree with this root (in_tree). */
-  treeRootId?: number;
-}
-
-/**
- * For each request, the providers (with their roots) whose inventory can
- * take `amount` more: free capacity, min_unit, max_unit and step_size, as
- * Placement checks them. Returns one [providerId, rootId] list per request.
- */
-/**
- * Which trees to look in: providers under `roots`, plus the providers `plus`
- * (sharing providers, which anchor into other trees), for batches of trees.
- */
-export interface CapacityScope {
-  roots: number[];
-  plus: number[];
-}
-
-export async function providersWithCapacity(
-  tx: Queryable,
-  requests: CapacityRequest[],
-  scope?: CapacityScope,
-): Promise<Array<Array<[number, number]>>> {
-  const out: Array<Array<[number, number]>> = requests.map(() => []);
-  if (requests.length === 0) return out;
-  const inScope = scope
-    ? sql`AND (rp.root_provider_id = ANY(${sql.param(scope.roots)}::int[]) OR rp.id = ANY(${sql.param(scope.plus)}::int[]))`
-    : sql``;
-  const idx = requests.map((_, i) => i);
-  const rcs = requests.map((r) => r.resourceClassId);
-  const amounts = requests.map((r) => r.amount);
-  const trees = requests.map((r) => r.treeRootId ?? null);
-  const found = await rows<{ idx: number; id: number; root: number }>(
-    tx,
-    sql`WITH req AS (
-          SELECT * FROM unnest(${sql.param(idx)}::int[], ${sql.param(rcs)}::int[], ${sql.param(amounts)}::int[], ${sql.param(trees)}::int[])
-            AS r(idx, rc, amount, tree)
-        )
-        SELECT req.idx, rp.id, rp.root_provider_id AS root
-        FROM req
-        JOIN inventories inv ON inv.resource_class_id = req.rc
-        JOIN resource_providers rp ON rp.id = inv.resource_provider_id
-        WHERE inv.used + req.amount <= (inv.total - inv.reserved) * inv.allocation_ratio
-          AND inv.min_unit <= req.amount AND inv.max_unit >= req.amount AND req.amount % inv.step_size = 0
-          AND (req.tree IS NULL OR rp.root_provider_id = req.tree)
-          ${inScope}
-        ORDER BY req.idx, rp.id`,
-  );
-  for (const r of found) out[r.idx].push([r.id, r.root]);
   return out;
 }
 
@@ -168,11 +116,12 @@ export async function sharingAnchors(tx: Queryable, sharingIds: number[]): Promi
   return out;
 }
 
-/** The next `count` root providers after `afterId`, in id order. */
-export async function nextRoots(tx: Queryable, afterId: number, count: number): Promise<number[]> {
+/** The next `count` (default: all) root providers after `afterId`, in id order. */
+export async function nextRoots(tx: Queryable, afterId: number, count: number | undefined): Promise<number[]> {
+  const limit = count === undefined ? sql`` : sql`LIMIT ${count}`;
   const found = await rows<{ id: number }>(
     tx,
-    sql`SELECT id FROM resource_providers WHERE parent_provider_id IS NULL AND id > ${afterId} ORDER BY id LIMIT ${count}`,
+    sql`SELECT id FROM resource_providers WHERE parent_provider_id IS NULL AND id > ${afterId} ORDER BY id ${limit}`,
   );
   return found.map((r) => r.id);
 }
@@ -208,10 +157,17 @@ export interface TreeInventory {
   resourceClass: string;
   capacity: number;
   used: number;
+  minUnit: number;
   maxUnit: number;
+  stepSize: number;
 }
 
+/** Whether `inv` can take `amount` more: Placement's capacity, min_unit, max_unit and step_size checks. */
+export const canTake = (inv: TreeInventory, amount: number): boolean =>
+  inv.used + amount <= inv.capacity && amount >= inv.minUnit && amount <= inv.maxUnit && amount % inv.stepSize === 0;
+
 export interface TreeData {
+  /** In id order. */
   providers: TreeProvider[];
   inventories: TreeInventory[];
   /** Provider id to its trait names, in trait id order. */
@@ -219,54 +175,63 @@ export interface TreeData {
 }
 
 /**
- * Everything about the trees under `rootIds` that summaries and the final
- * capacity check need, in one round trip of set-based joins (correlated
- * per-provider subqueries measured three times slower): providers,
- * inventories with their usage, and traits as rows of one UNION ALL, told apart by `k`.
+ * Everything about the trees under `rootIds` that capacity, the summaries and
+ * the combination need, in one round trip: providers, inventories with their
+ * usage, traits, and the names of the classes they hold. Each comes as one
+ * space-separated text (uuids and trait and class names hold no spaces)
+ * rather than as rows: for 1,000 nested trees (13,000 rows) the driver's
+ * parsing of rows into objects cost about 40 ms of the server's only busy
+ * core, splitting the texts about 3 (PostgreSQL aggregates them in about 2).
  */
 export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeData> {
-  const found = await rows<{ k: string; rp: number; i1: number | null; i2: number | null; i3: number | null; i4: number | null; i5: number | null; f: number | null; s: string | null }>(
+  const [found] = await rows<{ p: string | null; i: string | null; t: string | null; c: string | null }>(
     tx,
-    sql`WITH p AS (
+    sql`WITH p AS MATERIALIZED (
           SELECT id, uuid, parent_provider_id, root_provider_id FROM resource_providers
           WHERE root_provider_id = ANY(${sql.param(rootIds)}::int[])
         )
-        SELECT 'p' AS k, p.id AS rp, p.parent_provider_id AS i1, p.root_provider_id AS i2, NULL::int AS i3, NULL::int AS i4,
-               NULL::bigint AS i5, NULL::float8 AS f, p.uuid::text AS s
-        FROM p
-        UNION ALL
-        SELECT 'i', inv.resource_provider_id, inv.resource_class_id, inv.total, inv.reserved, inv.max_unit, inv.used,
-               inv.allocation_ratio, rc.name::text
-        FROM p JOIN inventories inv ON inv.resource_provider_id = p.id JOIN resource_classes rc ON rc.id = inv.resource_class_id
-        UNION ALL
-        SELECT 't', rpt.resource_provider_id, t.id, NULL, NULL, NULL, NULL, NULL, t.name::text
-        FROM p JOIN resource_provider_traits rpt ON rpt.resource_provider_id = p.id JOIN traits t ON t.id = rpt.trait_id`,
+        SELECT
+          (SELECT string_agg(id || ' ' || coalesce(parent_provider_id, 0) || ' ' || root_provider_id || ' ' || uuid, ' ') FROM p) AS p,
+          (SELECT string_agg(concat_ws(' ', inv.resource_provider_id, inv.resource_class_id, inv.total, inv.reserved, inv.allocation_ratio,
+                                       inv.used, inv.min_unit, inv.max_unit, inv.step_size), ' ')
+           FROM p JOIN inventories inv ON inv.resource_provider_id = p.id) AS i,
+          (SELECT string_agg(rpt.resource_provider_id || ' ' || t.name, ' ' ORDER BY rpt.resource_provider_id, t.id)
+           FROM p JOIN resource_provider_traits rpt ON rpt.resource_provider_id = p.id JOIN traits t ON t.id = rpt.trait_id) AS t,
+          (SELECT string_agg(rc.id || ' ' || rc.name, ' ') FROM resource_classes rc
+           WHERE rc.id IN (SELECT inv.resource_class_id FROM p JOIN inventories inv ON inv.resource_provider_id = p.id)) AS c`,
   );
   const data: TreeData = { providers: [], inventories: [], traits: new Map() };
-  const traitRows: Array<{ rp: number; id: number; name: string }> = [];
-  for (const r of found) {
-    if (r.k === "p") data.providers.push({ id: r.rp, uuid: r.s!, parentId: r.i1, rootId: r.i2! });
-    else if (r.k === "t") traitRows.push({ rp: r.rp, id: r.i1!, name: r.s! });
-    else {
-      data.inventories.push({
-        providerId: r.rp,
-        resourceClassId: r.i1!,
-        resourceClass: r.s!,
-        // Placement's capacity: int((total - reserved) * allocation_ratio).
-        capacity: Math.floor((r.i2! - r.i3!) * r.f!),
-        used: r.i5!,
-        maxUnit: r.i4!,
-      });
-    }
+  const p = found?.p ? found.p.split(" ") : [];
+  for (let k = 0; k < p.length; k += 4) {
+    const parent = Number(p[k + 1]);
+    data.providers.push({ id: Number(p[k]), parentId: parent === 0 ? null : parent, rootId: Number(p[k + 2]), uuid: p[k + 3] });
+  }
+  const classNames = new Map<number, string>();
+  const c = found?.c ? found.c.split(" ") : [];
+  for (let k = 0; k < c.length; k += 2) classNames.set(Number(c[k]), c[k + 1]);
+  const i = found?.i ? found.i.split(" ") : [];
+  for (let k = 0; k < i.length; k += 9) {
+    const resourceClassId = Number(i[k + 1]);
+    data.inventories.push({
+      providerId: Number(i[k]),
+      resourceClassId,
+      resourceClass: classNames.get(resourceClassId)!,
+      // Placement's capacity: int((total - reserved) * allocation_ratio); float8 text is exact.
+      capacity: Math.floor((Number(i[k + 2]) - Number(i[k + 3])) * Number(i[k + 4])),
+      used: Number(i[k + 5]),
+      minUnit: Number(i[k + 6]),
+      maxUnit: Number(i[k + 7]),
+      stepSize: Number(i[k + 8]),
+    });
+  }
+  const t = found?.t ? found.t.split(" ") : [];
+  for (let k = 0; k < t.length; k += 2) {
+    const rp = Number(t[k]);
+    const list = data.traits.get(rp);
+    if (list) list.push(t[k + 1]);
+    else data.traits.set(rp, [t[k + 1]]);
   }
   data.providers.sort((a, b) => a.id - b.id);
-  // Traits in trait id (creation) order, as Placement lists them.
-  traitRows.sort((a, b) => a.rp - b.rp || a.id - b.id);
-  for (const t of traitRows) {
-    const list = data.traits.get(t.rp);
-    if (list) list.push(t.name);
-    else data.traits.set(t.rp, [t.name]);
-  }
   return data;
 }
 
