@@ -15,11 +15,13 @@ import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN, type ResponseShape } 
 
 export class CandidatesBody {
   private readonly w = new BodyWriter().bytes(REQUESTS_OPEN);
+  /** Each provider's uuid as a quoted JSON string, encoded once per response. */
+  private readonly quoted = new Map<number, Buffer>();
   private readonly writeOne: (cand: Candidate, names: Names) => void;
   private count = 0;
 
   constructor(private readonly shape: ResponseShape) {
-    this.writeOne = candidateWriter(this.w, shape);
+    this.writeOne = candidateWriter(this.w, shape, this.quotedUuid);
   }
 
   /** Writes one allocation request (a field, so the engine can take it as its callback). */
@@ -30,11 +32,19 @@ export class CandidatesBody {
 
   /** Adds the summaries and closes the body: one buffer, or a stream of its chunks when large. */
   finish(query: CandidatesQuery, result: CandidatesResult): Buffer<ArrayBuffer> | ReadableStream<Uint8Array> {
-    writeSummaries(this.w.bytes(SUMMARIES_OPEN), this.shape, query, result);
+    writeSummaries(this.w.bytes(SUMMARIES_OPEN), this.shape, query, result, this.quotedUuid);
     this.w.bytes(BODY_CLOSE);
     return this.w.size > STREAM_ABOVE_BYTES ? this.w.stream() : this.w.finish();
   }
+
+  private readonly quotedUuid = (names: Names, id: number): Buffer => {
+    let q = this.quoted.get(id);
+    if (q === undefined) this.quoted.set(id, (q = ascii(JSON.stringify(names.uuidOf(id)))));
+    return q;
+  };
 }
+
+type QuotedUuid = (names: Names, id: number) => Buffer;
 
 const ALLOCATIONS_DICT = ascii('{"allocations":{');
 const ALLOCATIONS_LIST = ascii('{"allocations":[');
@@ -45,7 +55,7 @@ const MAPPINGS_OPEN = ascii(',"mappings":{');
 const CLOSE = ascii("}");
 const CLOSE_TWO = ascii("}}");
 const LIST_CLOSE = ascii("]}");
-const MAPPING_CLOSE = ascii("]");
+const ARRAY_CLOSE = ascii("]");
 
 /**
  * Writes each allocation request straight into the body as bytes (see
@@ -54,15 +64,9 @@ const MAPPING_CLOSE = ascii("]");
  * encoded once per request (8,000 nested candidates: about 21 -> 12 ms of
  * writing, CPU profile on this 2-core machine).
  */
-function candidateWriter(w: BodyWriter, shape: ResponseShape): (cand: Candidate, names: Names) => void {
-  const quotedUuid = new Map<number, Buffer>();
+function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: QuotedUuid): (cand: Candidate, names: Names) => void {
   const classKey = new Map<number, Buffer>();
   const suffixKey = new Map<string, Buffer>();
-  const uuid = (names: Names, id: number) => {
-    let q = quotedUuid.get(id);
-    if (q === undefined) quotedUuid.set(id, (q = ascii(JSON.stringify(names.uuidOf(id)))));
-    return q;
-  };
   const providers: number[] = [];
   return (cand, names) => {
     // Providers in order of first appearance (a candidate names a handful: a scan beats a Map).
@@ -103,7 +107,7 @@ function candidateWriter(w: BodyWriter, shape: ResponseShape): (cand: Candidate,
           if (i > 0) w.bytes(COMMA);
           w.bytes(uuid(names, mapped[i]));
         }
-        w.bytes(MAPPING_CLOSE);
+        w.bytes(ARRAY_CLOSE);
       }
       w.bytes(CLOSE);
     }
@@ -111,20 +115,52 @@ function candidateWriter(w: BodyWriter, shape: ResponseShape): (cand: Candidate,
   };
 }
 
-/** The provider summaries of every provider the candidates use. */
-function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQuery, r: CandidatesResult): void {
+const SUMMARY_OPEN = ascii(':{"resources":{');
+const CAPACITY_OPEN = ascii(':{"capacity":');
+const USED = ascii(',"used":');
+const TRAITS_OPEN = ascii(',"traits":[');
+const PARENT = ascii(',"parent_provider_uuid":');
+const ROOT = ascii(',"root_provider_uuid":');
+const NULL = ascii("null");
+
+/**
+ * The provider summaries of every provider the candidates use, as bytes like
+ * the requests: uuids, class keys and trait names are encoded once per
+ * response (5,020 nested providers: about 33 -> 14 ms on this 2-core machine).
+ */
+function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQuery, r: CandidatesResult, uuid: QuotedUuid): void {
   const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
-  let first = true;
-  for (const s of r.summaries) {
-    const resources = s.inventories
-      .filter((inv) => shape.allClasses || requested.has(inv.resourceClass))
-      .map((inv) => `${JSON.stringify(inv.resourceClass)}:{"capacity":${inv.capacity},"used":${inv.used}}`);
-    const traits = shape.traits ? `,"traits":${JSON.stringify(s.traits)}` : "";
-    const tree = shape.tree
-      ? `,"parent_provider_uuid":${JSON.stringify(r.parentUuidOf(s.provider))},"root_provider_uuid":${JSON.stringify(r.rootUuidOf(s.provider))}`
-      : "";
-    w.ascii(`${first ? "" : ","}${JSON.stringify(r.uuidOf(s.provider.id))}:{"resources":{${resources.join(",")}}${traits}${tree}}`);
-    first = false;
+  const quotedName = new Map<string, Buffer>();
+  const name = (text: string) => {
+    let q = quotedName.get(text);
+    if (q === undefined) quotedName.set(text, (q = ascii(JSON.stringify(text))));
+    return q;
+  };
+  for (let k = 0; k < r.summaries.length; k++) {
+    const { provider, inventories, traits } = r.summaries[k];
+    if (k > 0) w.bytes(COMMA);
+    w.bytes(uuid(r, provider.id)).bytes(SUMMARY_OPEN);
+    let first = true;
+    for (const inv of inventories) {
+      if (!shape.allClasses && !requested.has(inv.resourceClass)) continue;
+      if (!first) w.bytes(COMMA);
+      first = false;
+      w.bytes(name(inv.resourceClass)).bytes(CAPACITY_OPEN).ascii(String(inv.capacity)).bytes(USED).ascii(String(inv.used)).bytes(CLOSE);
+    }
+    w.bytes(CLOSE);
+    if (shape.traits) {
+      w.bytes(TRAITS_OPEN);
+      for (let i = 0; i < traits.length; i++) {
+        if (i > 0) w.bytes(COMMA);
+        w.bytes(name(traits[i]));
+      }
+      w.bytes(ARRAY_CLOSE);
+    }
+    if (shape.tree) {
+      w.bytes(PARENT).bytes(provider.parentId === null ? NULL : uuid(r, provider.parentId));
+      w.bytes(ROOT).bytes(uuid(r, provider.rootId));
+    }
+    w.bytes(CLOSE);
   }
 }
 

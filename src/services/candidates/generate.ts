@@ -42,8 +42,6 @@ export interface CandidatesResult extends Names {
   candidates: Candidate[];
   count: number;
   summaries: ProviderSummary[];
-  parentUuidOf: (provider: TreeProvider) => string | null;
-  rootUuidOf: (provider: TreeProvider) => string;
 }
 
 /** Trees per batch when there is no limit: bounds the plan held in memory at once. */
@@ -192,8 +190,6 @@ export async function generate(
     count,
     summaries,
     ...names,
-    parentUuidOf: (p) => (p.parentId === null ? null : providers.get(p.parentId)!.uuid),
-    rootUuidOf: (p) => providers.get(p.rootId)!.uuid,
   };
 }
 
@@ -209,8 +205,6 @@ export function emptyResult(rcNames: Map<number, string>): CandidatesResult {
     count: 0,
     summaries: [],
     uuidOf: () => "",
-    parentUuidOf: () => null,
-    rootUuidOf: () => "",
     resourceClassName: (id) => rcNames.get(id)!,
   };
 }
