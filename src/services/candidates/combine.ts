@@ -74,7 +74,9 @@ export function satisfiesTraits(
 /**
  * The ways one tree can satisfy the unsuffixed group: one provider per
  * resource class (classes in id order, as Placement's product), where the
- * chosen providers together meet the group's trait expression.
+ * chosen providers together meet the group's trait expression. An odometer
+ * over the classes in one frame, like mergeGroups (a recursive generator cost
+ * a frame and an iterator result per class per option).
  */
 export function* spreadOptions(
   suffix: string,
@@ -83,26 +85,30 @@ export function* spreadOptions(
   required: number[][],
   forbidden: ReadonlySet<number>,
 ): Generator<GroupOption> {
-  const ordered = [...perClass].sort((a, b) => a[0].resourceClassId - b[0].resourceClassId);
-  const chosen: ResourceRequest[] = [];
-  function* walk(i: number): Generator<GroupOption> {
-    if (i === ordered.length) {
-      const providers = [...new Set(chosen.map((r) => r.providerId))];
-      if (satisfiesTraits(providers, traitsOf, required, forbidden)) {
-        yield { suffix, sameProvider: false, resources: [...chosen], providers: providers.sort((a, b) => a - b) };
-      }
-      return;
+  const byTraits = required.length > 0 || forbidden.size > 0;
+  // A provider with a forbidden trait can never be part of a valid choice.
+  const usable = (rr: ResourceRequest) => {
+    if (forbidden.size === 0) return true;
+    const traits = traitsOf(rr.providerId);
+    if (!traits) return true;
+    for (const t of traits) if (forbidden.has(t)) return false;
+    return true;
+  };
+  const ordered = [...perClass].sort((a, b) => a[0].resourceClassId - b[0].resourceClassId).map((rrs) => rrs.filter(usable));
+  if (ordered.some((rrs) => rrs.length === 0)) return;
+  const choice = new Array<number>(ordered.length).fill(0);
+  for (;;) {
+    const resources = ordered.map((rrs, i) => rrs[choice[i]]);
+    const providers: number[] = [];
+    for (const rr of resources) if (!providers.includes(rr.providerId)) providers.push(rr.providerId);
+    if (!byTraits || satisfiesTraits(providers, traitsOf, required, forbidden)) {
+      yield { suffix, sameProvider: false, resources, providers: providers.sort((a, b) => a - b) };
     }
-    for (const rr of ordered[i]) {
-      // A provider with a forbidden trait can never be part of a valid choice.
-      const traits = traitsOf(rr.providerId);
-      if (traits && forbidden.size > 0 && [...traits].some((t) => forbidden.has(t))) continue;
-      chosen.push(rr);
-      yield* walk(i + 1);
-      chosen.pop();
-    }
+    // Advance the last class first, so options come in product order.
+    let i = ordered.length - 1;
+    while (i >= 0 && ++choice[i] === ordered[i].length) choice[i--] = 0;
+    if (i < 0) return;
   }
-  yield* walk(0);
 }
 
 /** True when one of `providers` is an ancestor (or self) of all the others. */
@@ -199,22 +205,26 @@ function satisfiesSameSubtrees(picked: GroupOption[], rules: MergeRules): boolea
   return true;
 }
 
-/** One candidate from one option per group: amounts of the same provider and class added up. */
+/**
+ * One candidate from one option per group: amounts of the same provider and
+ * class added up. The options' own request objects and provider lists are
+ * shared, never changed (a candidate names a handful of providers, so a scan
+ * beats a Map; only a sum makes a new object).
+ */
 export function consolidate(anchorRootId: number, picked: GroupOption[]): Candidate {
-  const byKey = new Map<number, ResourceRequest>();
+  const resources: ResourceRequest[] = [];
   const mappings = new Map<string, number[]>();
   for (const option of picked) {
     for (const rr of option.resources) {
-      const key = pairKey(rr.providerId, rr.resourceClassId);
-      const existing = byKey.get(key);
-      if (existing) existing.amount += rr.amount;
-      else byKey.set(key, { ...rr });
+      let i = 0;
+      while (i < resources.length && (resources[i].providerId !== rr.providerId || resources[i].resourceClassId !== rr.resourceClassId)) i++;
+      if (i === resources.length) resources.push(rr);
+      else resources[i] = { ...resources[i], amount: resources[i].amount + rr.amount };
     }
-    const list = mappings.get(option.suffix) ?? [];
-    for (const p of option.providers) if (!list.includes(p)) list.push(p);
-    mappings.set(option.suffix, list);
+    const list = mappings.get(option.suffix);
+    mappings.set(option.suffix, list ? [...new Set([...list, ...option.providers])] : option.providers);
   }
-  return { anchorRootId, resources: [...byKey.values()], mappings };
+  return { anchorRootId, resources, mappings };
 }
 
 /**
