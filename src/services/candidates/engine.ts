@@ -219,14 +219,23 @@ async function plan(
     const forbiddenAggs = [...g.aggregates.forbidden].map((u) => aggIds.get(u)).filter((a): a is number => a !== undefined);
     const required = g.traits.required.map((l) => l.map((t) => tIds.get(t)!));
     const forbidden = new Set([...g.traits.forbidden].map((t) => tIds.get(t)!));
+    const inAggs = (rp: number) => memberOf.every((l) => l.some((a) => aggsOf.get(rp)?.has(a)));
+    const badAggs = (rp: number) => forbiddenAggs.some((a) => aggsOf.get(rp)?.has(a));
+    const hasRequired = (rp: number) => required.every((l) => l.some((t) => traitsOf.get(rp)?.has(t)));
+    const hasForbidden = (rp: number) => {
+      const ts = traitsOf.get(rp);
+      if (ts) for (const t of forbidden) if (ts.has(t)) return true;
+      return false;
+    };
+    const unfiltered = memberOf.length === 0 && forbiddenAggs.length === 0 && required.length === 0 && forbidden.size === 0;
     return {
       memberOf,
       required,
       forbidden,
-      inAggs: (rp: number) => memberOf.every((l) => l.some((a) => aggsOf.get(rp)?.has(a))),
-      badAggs: (rp: number) => forbiddenAggs.some((a) => aggsOf.get(rp)?.has(a)),
-      hasRequired: (rp: number) => required.every((l) => l.some((t) => traitsOf.get(rp)?.has(t))),
-      hasForbidden: (rp: number) => [...forbidden].some((t) => traitsOf.get(rp)?.has(t)),
+      inAggs,
+      badAggs,
+      /** The provider alone meets the group's trait and aggregate filters (most groups have none). */
+      passes: (rp: number) => unfiltered || (hasRequired(rp) && inAggs(rp) && !badAggs(rp) && !hasForbidden(rp)),
     };
   };
 
@@ -244,7 +253,7 @@ async function plan(
       // As Placement: a resourceless group is found through its positive filters only.
       if (f.required.length === 0 && f.memberOf.length === 0) return EMPTY;
       const universe = f.required.length > 0 ? [...traitsOf.keys()] : [...aggsOf.keys()];
-      const ids = universe.filter((rp) => f.hasRequired(rp) && f.inAggs(rp) && !f.badAggs(rp) && !f.hasForbidden(rp));
+      const ids = universe.filter(f.passes);
       const roots = await rootsOf(tx, ids.sort((a, b) => a - b));
       for (const [rp, root] of roots) rootOf.set(rp, root);
       rps = [...roots];
@@ -255,7 +264,7 @@ async function plan(
         const ids = new Set(l.rps.map(([rp]) => rp));
         for (const rp of inAll.keys()) if (!ids.has(rp)) inAll.delete(rp);
       }
-      rps = [...inAll].filter(([rp]) => f.hasRequired(rp) && f.inAggs(rp) && !f.badAggs(rp) && !f.hasForbidden(rp));
+      rps = [...inAll].filter(([rp]) => f.passes(rp));
     }
     if (rps.length === 0) return EMPTY;
     singles.set(g, rps);
@@ -284,11 +293,12 @@ async function plan(
         list.push(option);
         byAnchor.set(anchor, list);
       };
+      const classAmounts = [...g.resources].map(([rc, amount]) => ({ resourceClassId: rcIds.get(rc)!, amount }));
       for (const [rp, root] of single) {
         const option: GroupOption = {
           suffix: g.suffix,
           sameProvider: g.useSameProvider,
-          resources: [...g.resources].map(([rc, amount]) => ({ providerId: rp, resourceClassId: rcIds.get(rc)!, amount })),
+          resources: classAmounts.map((ca) => ({ providerId: rp, resourceClassId: ca.resourceClassId, amount: ca.amount })),
           providers: [rp],
         };
         if (anchorOk(root)) add(root, option);
