@@ -42,9 +42,6 @@ export interface Capacity {
   maxUnit: number;
 }
 
-/** One number per (provider, class) pair, cheaper than a string key on the hot path; class ids stay far below 10^6. */
-export const pairKey = (providerId: number, resourceClassId: number): number => providerId * 1_000_000 + resourceClassId;
-
 export interface MergeRules {
   isolate: boolean;
   sameSubtrees: string[][];
@@ -142,44 +139,43 @@ export function* mergeGroups(anchorRootId: number, options: GroupOption[][], rul
     return;
   }
   const picked: GroupOption[] = [];
-  const usedByGranular = new Map<number, number>();
-  const claimed = new Map<number, number>();
+  // What the picked options claim, as stacks: options are taken and given back last in, first
+  // out, and a candidate claims a handful of (provider, class) pairs, so a scan beats a Map (whose
+  // keys, provider x 10^6 + class, were heap numbers past provider 2,147).
+  const claimed: ResourceRequest[] = [];
+  const granulars: number[] = [];
 
   const fits = (rrs: ResourceRequest[]): boolean => {
     for (const rr of rrs) {
-      const key = pairKey(rr.providerId, rr.resourceClassId);
-      const total = (claimed.get(key) ?? 0) + rr.amount;
+      let total = rr.amount;
+      for (const c of claimed) if (c.providerId === rr.providerId && c.resourceClassId === rr.resourceClassId) total += c.amount;
       const cap = rules.capacityOf(rr.providerId, rr.resourceClassId);
       if (!cap || cap.used + total > cap.capacity || total > cap.maxUnit) return false;
     }
     return true;
-  };
-  const claim = (rrs: ResourceRequest[], sign: 1 | -1): void => {
-    for (const rr of rrs) {
-      const key = pairKey(rr.providerId, rr.resourceClassId);
-      claimed.set(key, (claimed.get(key) ?? 0) + sign * rr.amount);
-    }
   };
 
   // Depth-first over one option per group, as an odometer in one generator frame: a recursive
   // generator passes every candidate up through one `yield*` per group, which cost more than the
   // combining itself (1,000 nested trees, 8,000 candidates).
   const choice = new Array<number>(options.length).fill(-1);
-  const take = (option: GroupOption, sign: 1 | -1) => {
-    claim(option.resources, sign);
-    const granular = option.sameProvider ? option.providers[0] : undefined;
-    if (granular !== undefined) usedByGranular.set(granular, (usedByGranular.get(granular) ?? 0) + sign);
+  const take = (option: GroupOption) => {
+    for (const rr of option.resources) claimed.push(rr);
+    if (option.sameProvider) granulars.push(option.providers[0]);
+  };
+  const giveBack = (option: GroupOption) => {
+    claimed.length -= option.resources.length;
+    if (option.sameProvider) granulars.pop();
   };
   const allowed = (option: GroupOption) => {
-    const granular = option.sameProvider ? option.providers[0] : undefined;
-    if (rules.isolate && granular !== undefined && usedByGranular.get(granular)) return false;
+    if (rules.isolate && option.sameProvider && granulars.includes(option.providers[0])) return false;
     return fits(option.resources);
   };
   const last = options.length - 1;
   for (let level = 0; level >= 0; ) {
     const list = options[level];
     if (choice[level] >= 0) {
-      take(list[choice[level]], -1);
+      giveBack(list[choice[level]]);
       picked.pop();
     }
     let i = choice[level] + 1;
@@ -189,7 +185,7 @@ export function* mergeGroups(anchorRootId: number, options: GroupOption[][], rul
       continue;
     }
     choice[level] = i;
-    take(list[i], 1);
+    take(list[i]);
     picked.push(list[i]);
     if (level < last) level++;
     else if (satisfiesSameSubtrees(picked, rules)) yield consolidate(anchorRootId, picked);

@@ -7,7 +7,7 @@
  */
 import type { Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
-import { candidateKey, mergeGroups, pairKey, roundRobin, shuffle, type Candidate, type GroupOption } from "./combine.js";
+import { candidateKey, mergeGroups, roundRobin, shuffle, type Candidate, type GroupOption } from "./combine.js";
 import { loadTrees, type TreeData, type TreeInventory, type TreeProvider } from "./sql.js";
 
 export interface EngineOptions {
@@ -86,7 +86,6 @@ export async function generate(
   const cap = Math.min(...caps);
 
   const providers = new Map<number, TreeProvider>();
-  const inventories = new Map<number, TreeInventory>();
   const byProvider = new Map<number, TreeInventory[]>();
   const traitNames = new Map<number, string[]>();
   const loadedRoots = new Set<number>();
@@ -96,7 +95,6 @@ export async function generate(
       loadedRoots.add(p.rootId);
     }
     for (const inv of data.inventories) {
-      inventories.set(pairKey(inv.providerId, inv.resourceClassId), inv);
       const list = byProvider.get(inv.providerId) ?? [];
       list.push(inv);
       byProvider.set(inv.providerId, list);
@@ -115,7 +113,8 @@ export async function generate(
     isolate: params.groupPolicy === "isolate",
     sameSubtrees: params.sameSubtrees,
     parentOf: (id: number) => providers.get(id)?.parentId ?? null,
-    capacityOf: (id: number, rc: number) => inventories.get(pairKey(id, rc)),
+    // A provider has a handful of inventories: a scan beats a keyed Map.
+    capacityOf: (id: number, rc: number) => byProvider.get(id)?.find((inv) => inv.resourceClassId === rc),
   };
   const excludeNested = !opts.nestedAware && source.trees;
   const rootOfProvider = (id: number) => providers.get(id)?.rootId ?? source.rootOf(id)!;
