@@ -360,7 +360,6 @@ async function plan(
  * anchors, and only those are read.
  */
 function generalSource(tx: Queryable, query: CandidatesQuery, names: NameLookup, treeRoots: Map<string, number>, members: Members): AnchorSource {
-  let current: Planned | undefined;
   const rootOf = new Map<number, number>();
   // The sharing providers' own trees, loaded with the first batch; their inventories join every batch's.
   let sharingTrees: TreeData | undefined;
@@ -388,7 +387,7 @@ function generalSource(tx: Queryable, query: CandidatesQuery, names: NameLookup,
       const after = roots.length > 0 ? roots[roots.length - 1] : afterId;
       const done = count === undefined || roots.length < count;
       const scanned = roots.length;
-      if (roots.length === 0) return { anchors: [], after, done, scanned };
+      if (roots.length === 0) return { anchors: [], after, done, scanned, optionsAt: noOptions };
       const firstBatch = sharingTrees === undefined;
       if (firstBatch) {
         const ids = new Set(members.sharing);
@@ -409,25 +408,26 @@ function generalSource(tx: Queryable, query: CandidatesQuery, names: NameLookup,
       };
       const data = firstBatch ? merge(sharingTrees!, batch) : batch;
       const planned = await plan(tx, query, names, treeRoots, members, scope);
-      if (planned === EMPTY) return { anchors: [], data, after, done, scanned };
-      current = planned;
+      if (planned === EMPTY) return { anchors: [], data, after, done, scanned, optionsAt: noOptions };
       const { plans } = planned;
       // A sharing provider's own tree may lie outside the batch: it is combined when its batch comes.
       const anchors = [...plans[0].byAnchor.keys()].filter((a) => plans.every((p) => p.byAnchor.has(a)) && inBatch.has(a)).sort((x, y) => x - y);
-      return { anchors, data, after, done, scanned };
+      const optionsAt = (anchor: number) =>
+        plans.map((p) =>
+          p.kind === "options"
+            ? p.byAnchor.get(anchor)!
+            : [...spreadOptions(p.group.suffix, [...p.byAnchor.get(anchor)!.values()], (rp) => planned.traitsOf.get(rp), p.required, p.forbidden)],
+        );
+      return { anchors, data, after, done, scanned, optionsAt };
     },
-    optionsAt: (anchor) =>
-      current!.plans.map((p) =>
-        p.kind === "options"
-          ? p.byAnchor.get(anchor)!
-          : [...spreadOptions(p.group.suffix, [...p.byAnchor.get(anchor)!.values()], (rp) => current!.traitsOf.get(rp), p.required, p.forbidden)],
-      ),
     trees: names.hasTrees,
     rootOf: (id) => rootOf.get(id),
     isSharing: members.isSharing,
     onePerAnchor: false,
   };
 }
+
+const noOptions = (): GroupOption[][] => [];
 
 /** Two loads of distinct trees as one. */
 function merge(a: TreeData, b: TreeData): TreeData {

@@ -23,10 +23,10 @@ export interface FlatPlan {
   next(
     afterId: number,
     count: number | undefined,
-  ): Promise<{ anchors: number[]; data?: TreeData; after: number; done: boolean; scanned: number }>;
-  /** Each group's single option at an anchor: the anchor itself. */
-  optionsAt(anchor: number): GroupOption[][];
+  ): Promise<{ anchors: number[]; data?: TreeData; after: number; done: boolean; scanned: number; optionsAt: OptionsAt }>;
 }
+
+type OptionsAt = (anchor: number) => GroupOption[][];
 
 /** The flat plan, or undefined when the request cannot match at all (Placement's early "no candidates"). */
 export function planFlat(tx: Queryable, query: CandidatesQuery, names: NameLookup, treeRoots: Map<string, number>): FlatPlan | undefined {
@@ -51,7 +51,17 @@ export function planFlat(tx: Queryable, query: CandidatesQuery, names: NameLooku
   }
   conditions.push(...traitConditions(RP_ID, params.rootRequired.map((t) => [trait(t)]), params.rootForbidden.map(trait)));
   if (requests.length > 0) conditions.push(capacityForAll(RP_ID, requests));
-  // Amounts of one class asked by several groups add up on the one provider; the merge checks the sum.
+  // Each group's single option at an anchor: the anchor itself. Amounts of one class asked by several
+  // groups add up on the one provider; the merge checks the sum.
+  const optionsAt: OptionsAt = (anchor) =>
+    groups.map((g) => [
+      {
+        suffix: g.suffix,
+        sameProvider: g.useSameProvider,
+        resources: [...g.resources].map(([name, amount]) => ({ providerId: anchor, resourceClassId: rc(name), amount })),
+        providers: [anchor],
+      },
+    ]);
   return {
     next: async (afterId, count) => {
       const limit = count === undefined ? sql`` : sql`LIMIT ${count}`;
@@ -67,16 +77,8 @@ export function planFlat(tx: Queryable, query: CandidatesQuery, names: NameLooku
         after: anchors.length > 0 ? anchors[anchors.length - 1] : afterId,
         done: count === undefined || anchors.length < count,
         scanned: anchors.length,
+        optionsAt,
       };
     },
-    optionsAt: (anchor) =>
-      groups.map((g) => [
-        {
-          suffix: g.suffix,
-          sameProvider: g.useSameProvider,
-          resources: [...g.resources].map(([name, amount]) => ({ providerId: anchor, resourceClassId: rc(name), amount })),
-          providers: [anchor],
-        },
-      ]),
   };
 }

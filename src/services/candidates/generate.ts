@@ -44,8 +44,12 @@ export interface CandidatesResult extends Names {
   summaries: ProviderSummary[];
 }
 
-/** Trees per batch when there is no limit: bounds the plan held in memory at once. */
-const UNLIMITED_BATCH = 1000;
+/**
+ * Trees per batch when there is no limit: bounds the plan held in memory at
+ * once, and is small enough that PostgreSQL loads the next batch while this
+ * one is combined (see generate).
+ */
+const UNLIMITED_BATCH = 250;
 
 /** One step of walking the trees in id order. */
 export interface Batch {
@@ -58,14 +62,14 @@ export interface Batch {
   done: boolean;
   /** How many trees this batch looked at (sizes the next one). */
   scanned: number;
+  /** Each group's options at one of this batch's anchors. */
+  optionsAt(anchor: number): GroupOption[][];
 }
 
 /** Where anchors come from: the general planner, batch by batch of root providers, or the flat path's SQL. */
 export interface AnchorSource {
   /** The trees after `afterId`, about `count` of them (all when undefined). */
   next(afterId: number, count: number | undefined): Promise<Batch>;
-  /** Each group's options at an anchor of the latest batch. */
-  optionsAt(anchor: number): GroupOption[][];
   trees: boolean;
   rootOf(providerId: number): number | undefined;
   isSharing(providerId: number): boolean;
@@ -144,18 +148,18 @@ export async function generate(
     else out.push(c);
     return count >= cap;
   };
-  const run = async (anchors: number[]): Promise<boolean> => {
+  const run = async ({ anchors, optionsAt }: Pick<Batch, "anchors" | "optionsAt">): Promise<boolean> => {
     await load(anchors);
-    const sources = anchors.map((a) => mergeGroups(a, source.optionsAt(a), rules));
+    const sources = anchors.map((a) => mergeGroups(a, optionsAt(a), rules));
     const stream = opts.strategy === "breadth-first" ? roundRobin(sources) : chain(sources);
     for (const c of stream) if (take(c)) return true;
     return false;
   };
   if (opts.randomize || opts.strategy === "breadth-first" || (!Number.isFinite(cap) && source.onePerAnchor)) {
     // Random sampling and breadth-first interleaving need the whole list of trees; so does everything flat.
-    const { anchors, data } = await source.next(0, undefined);
-    if (data) ingest(data);
-    await run(opts.randomize ? shuffle(anchors) : anchors);
+    const all = await source.next(0, undefined);
+    if (all.data) ingest(all.data);
+    await run({ anchors: opts.randomize ? shuffle(all.anchors) : all.anchors, optionsAt: all.optionsAt });
   } else {
     // Depth-first under a limit: trees in id order, in batches sized from the candidates per tree seen
     // so far (a flat tree gives at most one), until enough candidates.
@@ -163,16 +167,25 @@ export async function generate(
     let scanned = 0;
     // Without a limit, trees still go in fixed batches so that one batch's plan is in memory at a time.
     let batch = !Number.isFinite(cap) ? UNLIMITED_BATCH : source.onePerAnchor ? Math.ceil(cap * 1.1) : Math.min(Math.ceil(cap * 1.1), 64);
+    let pending = source.next(afterId, batch);
     for (;;) {
-      const next = await source.next(afterId, batch);
+      const next = await pending;
       if (next.data) ingest(next.data);
-      if ((next.anchors.length > 0 && (await run(next.anchors))) || next.done) break;
+      // Without a limit every batch is needed: ask for the next one now, so that PostgreSQL loads it
+      // (on the other core) while this one is combined.
+      if (!Number.isFinite(cap) && !next.done) {
+        pending = source.next(next.after, batch);
+        // Awaited on the next turn; if this batch throws first, its failure must not go unhandled.
+        pending.catch(() => {});
+      }
+      if ((next.anchors.length > 0 && (await run(next))) || next.done) break;
       afterId = next.after;
       scanned += next.scanned;
       if (!Number.isFinite(cap)) continue;
       const perTree = count / scanned;
       const needed = perTree > 0 ? Math.ceil(((cap - count) / perTree) * 1.2) : batch * 4;
       batch = Math.max(32, Math.min(needed, batch * 8));
+      pending = source.next(afterId, batch);
     }
   }
   if (opts.randomize) shuffle(out);
