@@ -165,7 +165,8 @@ export async function generate(
     // so far (a flat tree gives at most one), until enough candidates.
     let afterId = 0;
     let scanned = 0;
-    // Without a limit, trees still go in fixed batches so that one batch's plan is in memory at a time.
+    // Without a limit, trees still go in fixed batches, so at most two batches' plans (this one and the
+    // one being loaded) are in memory at a time.
     let batch = !Number.isFinite(cap) ? UNLIMITED_BATCH : source.onePerAnchor ? Math.ceil(cap * 1.1) : Math.min(Math.ceil(cap * 1.1), 64);
     let pending = source.next(afterId, batch);
     for (;;) {
