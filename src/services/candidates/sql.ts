@@ -182,8 +182,9 @@ export interface TreeData {
  * usage, traits, and every class's name. Each comes as one
  * space-separated text (uuids and trait and class names hold no spaces)
  * rather than as rows: for 1,000 nested trees (13,000 rows) the driver's
- * parsing of rows into objects cost about 40 ms of the server's only busy
- * core, splitting the texts about 3 (PostgreSQL aggregates them in about 2).
+ * parsing of rows into objects cost about 40 ms of the server's busy core;
+ * reading the texts (Words) costs a few ms. Formatting them is most of the
+ * statement's time in PostgreSQL, as formatting rows was.
  */
 export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeData> {
   if (rootIds.length === 0) return { providers: [], inventories: [], traits: new Map() };
