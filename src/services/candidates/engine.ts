@@ -174,6 +174,14 @@ async function loadMembers(tx: Queryable, names: NameLookup): Promise<Members> {
   return { traitsOf, aggsOf, sharing, isSharing: (rp) => sharingSet.has(rp), anchorsOf: new Map() };
 }
 
+/** Fills members.anchorsOf for the sharing providers it does not know yet, in one query. */
+async function learnAnchors(tx: Queryable, members: Members, sharingIds: number[]): Promise<void> {
+  const unknown = sharingIds.filter((rp) => !members.anchorsOf.has(rp));
+  if (unknown.length === 0) return;
+  const found = await sharingAnchors(tx, unknown);
+  for (const rp of unknown) members.anchorsOf.set(rp, found.get(rp) ?? []);
+}
+
 /**
  * Per group, the options of each anchor tree of a batch, drawing on the
  * batch's trees and the sharing providers that may anchor into them (scope).
@@ -277,9 +285,7 @@ async function plan(
     if (g.inTree) continue;
     for (const l of lists) for (const [rp] of l.rps) if (isSharing(rp)) sharingIds.add(rp);
   }
-  const unknown = [...sharingIds].filter((rp) => !members.anchorsOf.has(rp));
-  for (const [rp, anchors] of await sharingAnchors(tx, unknown)) members.anchorsOf.set(rp, anchors);
-  for (const rp of unknown) if (!members.anchorsOf.has(rp)) members.anchorsOf.set(rp, []);
+  await learnAnchors(tx, members, [...sharingIds]);
   const anchorsOf = members.anchorsOf;
 
   const plans: GroupPlan[] = [];
@@ -369,8 +375,7 @@ function generalSource(tx: Queryable, query: CandidatesQuery, names: NameLookup,
   const pinnedRoots = async (): Promise<number[] | undefined> => {
     const roots = query.groups.flatMap((g) => (g.resources.size > 0 && treeRoots.has(g.suffix) ? [treeRoots.get(g.suffix)!] : []));
     if (roots.length === 0) return undefined;
-    const unknown = members.sharing.filter((rp) => !members.anchorsOf.has(rp));
-    for (const [rp, anchors] of await sharingAnchors(tx, unknown)) members.anchorsOf.set(rp, anchors);
+    await learnAnchors(tx, members, members.sharing);
     const anchors = members.sharing.flatMap((rp) => members.anchorsOf.get(rp) ?? []);
     return unique([...roots, ...anchors]).sort((a, b) => a - b);
   };
