@@ -7,6 +7,7 @@ import {
   mergeGroups,
   roundRobin,
   satisfiesTraits,
+  sortByKey,
   spreadOptions,
   type Capacity,
   type GroupOption,
@@ -147,5 +148,21 @@ describe("roundRobin", () => {
   it("interleaves sources until all are exhausted", () => {
     const out = [...roundRobin([[1, 2, 3][Symbol.iterator](), [10][Symbol.iterator](), [20, 21][Symbol.iterator]()])];
     expect(out).toEqual([1, 10, 20, 2, 21, 3]);
+  });
+});
+
+describe("sortByKey", () => {
+  it("orders short, long, sorted and tied lists in place like Array.prototype.sort", () => {
+    let seed = 7;
+    const random = () => (seed = (seed * 48271) % 2147483647) % 50;
+    for (const length of [0, 1, 2, 5, 16, 17, 200]) {
+      const items = Array.from({ length }, (_, i) => ({ key: random(), at: i }));
+      const expected = [...items].sort((a, b) => a.key - b.key);
+      const sorted = sortByKey(items, (item) => item.key);
+      expect(sorted).toBe(items);
+      // Stable, as the native sort: ties keep their order.
+      expect(sorted).toEqual(expected);
+      expect(sortByKey(sorted, (item) => item.key)).toEqual(expected);
+    }
   });
 });

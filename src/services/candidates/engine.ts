@@ -36,7 +36,7 @@ import { badRequest } from "../../http/errors.js";
 import type { Queryable } from "../../db/database.js";
 import type { CandidatesQuery, RequestGroup } from "../../query/request-groups.js";
 import { unique } from "../../query/values.js";
-import { spreadOptions, type GroupOption, type ResourceRequest } from "./combine.js";
+import { sortByKey, spreadOptions, type GroupOption, type ResourceRequest } from "./combine.js";
 import { planFlat } from "./flat.js";
 import { SHARING_TRAIT } from "./flat-sql.js";
 import { emptyResult, generate, type AnchorSource, type CandidatesResult, type EngineOptions } from "./generate.js";
@@ -152,7 +152,7 @@ function withCapacity(requests: CapacityRequest[], scope: Scope): Array<Array<[n
       const root = scope.rootOf.get(inv.providerId)!;
       if (canTake(inv, r.amount) && (r.treeRootId === undefined || root === r.treeRootId)) out.push([inv.providerId, root]);
     }
-    return out.sort((a, b) => a[0] - b[0]);
+    return sortByKey(out, (pair) => pair[0]);
   });
 }
 
@@ -350,7 +350,7 @@ async function plan(
   }
   // Sort each list by provider id so output order is stable (Placement's is set order, i.e. arbitrary).
   for (const p of plans) {
-    if (p.kind === "spread") for (const perClass of p.byAnchor.values()) for (const rrs of perClass.values()) rrs.sort((a, b) => a.providerId - b.providerId);
+    if (p.kind === "spread") for (const perClass of p.byAnchor.values()) for (const rrs of perClass.values()) sortByKey(rrs, (rr) => rr.providerId);
   }
   return { plans, trees, rootOf, traitsOf, isSharing };
 }

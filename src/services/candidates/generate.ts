@@ -117,8 +117,12 @@ export async function generate(
     isolate: params.groupPolicy === "isolate",
     sameSubtrees: params.sameSubtrees,
     parentOf: (id: number) => providers.get(id)?.parentId ?? null,
-    // A provider has a handful of inventories: a scan beats a keyed Map.
-    capacityOf: (id: number, rc: number) => byProvider.get(id)?.find((inv) => inv.resourceClassId === rc),
+    // A provider has a handful of inventories: a scan beats a keyed Map (and a loop, unlike find, makes no closure).
+    capacityOf: (id: number, rc: number) => {
+      const inventories = byProvider.get(id);
+      if (inventories) for (const inv of inventories) if (inv.resourceClassId === rc) return inv;
+      return undefined;
+    },
   };
   const excludeNested = !opts.nestedAware && source.trees;
   const rootOfProvider = (id: number) => providers.get(id)?.rootId ?? source.rootOf(id)!;
