@@ -35,11 +35,14 @@ export class BodyWriter {
   /** Pre-encoded bytes (a piece made once and written many times). */
   bytes(piece: Uint8Array): this {
     const n = piece.length;
-    if (this.used + n <= this.current.length) {
+    // Locals, not fields, in the loop: V8 reloads `this.current` and `this.used` at every store otherwise.
+    const current = this.current;
+    const used = this.used;
+    if (used + n <= current.length) {
       // A byte loop beats TypedArray.set's call for the many tiny pieces (commas, braces).
-      if (n <= SMALL) for (let i = 0; i < n; i++) this.current[this.used + i] = piece[i];
-      else this.current.set(piece, this.used);
-      this.used += n;
+      if (n <= SMALL) for (let i = 0; i < n; i++) current[used + i] = piece[i];
+      else current.set(piece, used);
+      this.used = used + n;
       return this;
     }
     let from = 0;
@@ -56,9 +59,11 @@ export class BodyWriter {
   /** An ASCII string made for this response (a number, a candidate's JSON). */
   ascii(text: string): this {
     const n = text.length;
-    if (n <= SMALL && this.used + n <= this.current.length) {
-      for (let i = 0; i < n; i++) this.current[this.used + i] = text.charCodeAt(i);
-      this.used += n;
+    const current = this.current;
+    const used = this.used;
+    if (n <= SMALL && used + n <= current.length) {
+      for (let i = 0; i < n; i++) current[used + i] = text.charCodeAt(i);
+      this.used = used + n;
       return this;
     }
     let rest = text;
