@@ -67,13 +67,19 @@ const ARRAY_CLOSE = ascii("]");
 function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: QuotedUuid): (cand: Candidate, names: Names) => void {
   const classKey = new Map<number, Buffer>();
   const suffixKey = new Map<string, Buffer>();
+  // Reused with a count of its own: setting an array's length to 0 drops its storage, so every
+  // candidate would allocate it again.
   const providers: number[] = [];
   return (cand, names) => {
     // Providers in order of first appearance (a candidate names a handful: a scan beats a Map).
-    providers.length = 0;
-    for (const rr of cand.resources) if (!providers.includes(rr.providerId)) providers.push(rr.providerId);
+    let count = 0;
+    for (const rr of cand.resources) {
+      let i = 0;
+      while (i < count && providers[i] !== rr.providerId) i++;
+      if (i === count) providers[count++] = rr.providerId;
+    }
     w.bytes(shape.dictForm ? ALLOCATIONS_DICT : ALLOCATIONS_LIST);
-    for (let i = 0; i < providers.length; i++) {
+    for (let i = 0; i < count; i++) {
       const p = providers[i];
       if (i > 0) w.bytes(COMMA);
       if (shape.dictForm) w.bytes(uuid(names, p)).bytes(RESOURCES_OPEN);

@@ -141,14 +141,20 @@ export function* mergeGroups(anchorRootId: number, options: GroupOption[][], rul
   const picked: GroupOption[] = [];
   // What the picked options claim, as stacks: options are taken and given back last in, first
   // out, and a candidate claims a handful of (provider, class) pairs, so a scan beats a Map (whose
-  // keys, provider x 10^6 + class, were heap numbers past provider 2,147).
+  // keys, provider x 10^6 + class, were heap numbers past provider 2,147). Each stack keeps its own
+  // height: shrinking an array's length makes V8 trim its storage, to be allocated again at the next push.
   const claimed: ResourceRequest[] = [];
+  let claimedCount = 0;
   const granulars: number[] = [];
+  let granularCount = 0;
 
   const fits = (rrs: ResourceRequest[]): boolean => {
     for (const rr of rrs) {
       let total = rr.amount;
-      for (const c of claimed) if (c.providerId === rr.providerId && c.resourceClassId === rr.resourceClassId) total += c.amount;
+      for (let i = 0; i < claimedCount; i++) {
+        const c = claimed[i];
+        if (c.providerId === rr.providerId && c.resourceClassId === rr.resourceClassId) total += c.amount;
+      }
       const cap = rules.capacityOf(rr.providerId, rr.resourceClassId);
       if (!cap || cap.used + total > cap.capacity || total > cap.maxUnit) return false;
     }
@@ -160,15 +166,19 @@ export function* mergeGroups(anchorRootId: number, options: GroupOption[][], rul
   // combining itself (1,000 nested trees, 8,000 candidates).
   const choice = new Array<number>(options.length).fill(-1);
   const take = (option: GroupOption) => {
-    for (const rr of option.resources) claimed.push(rr);
-    if (option.sameProvider) granulars.push(option.providers[0]);
+    for (const rr of option.resources) claimed[claimedCount++] = rr;
+    if (option.sameProvider) granulars[granularCount++] = option.providers[0];
   };
   const giveBack = (option: GroupOption) => {
-    claimed.length -= option.resources.length;
-    if (option.sameProvider) granulars.pop();
+    claimedCount -= option.resources.length;
+    if (option.sameProvider) granularCount--;
+  };
+  const isolatedFrom = (provider: number) => {
+    for (let i = 0; i < granularCount; i++) if (granulars[i] === provider) return false;
+    return true;
   };
   const allowed = (option: GroupOption) => {
-    if (rules.isolate && option.sameProvider && granulars.includes(option.providers[0])) return false;
+    if (rules.isolate && option.sameProvider && !isolatedFrom(option.providers[0])) return false;
     return fits(option.resources);
   };
   const last = options.length - 1;
