@@ -12,7 +12,8 @@
  * until the end is 54 MB of live heap that V8 must carry through every
  * collection, and it grows the heap to hundreds of MB. Written here, each
  * piece is garbage as soon as it is copied, and the bytes sit in chunks of
- * `chunkBytes` that are streamed out and dropped one by one.
+ * `chunkBytes` that are streamed out and dropped one by one, as soon as they
+ * fill when the caller starts the stream early (startStream).
  *
  * Everything written must be ASCII (JSON text whose strings are uuids and
  * [A-Z0-9_] names, numbers and punctuation).
@@ -20,11 +21,25 @@
 /** Up to this many bytes a piece is copied byte by byte rather than by a native call. */
 const SMALL = 16;
 
+/** A body that leaves while it is still being written (see BodyWriter.startStream). */
+export interface LiveBody {
+  stream: ReadableStream<Uint8Array>;
+  /** Sends what is left and closes the stream; the writer is done. */
+  end(): void;
+  /** Aborts the stream (the server then drops the connection, so the client sees a broken body, never a short one). */
+  fail(error: Error): void;
+}
+
 export class BodyWriter {
   private readonly full: Buffer<ArrayBuffer>[] = [];
   private current: Buffer<ArrayBuffer>;
   private used = 0;
   private readonly chunkBytes: number;
+  /** Bytes in chunks already full (kept or sent). */
+  private filled = 0;
+  /** Once streaming, where each chunk goes as it fills. */
+  private send?: (chunk: Buffer<ArrayBuffer>) => void;
+  private waiting?: { bytes: number; resolve: () => void };
 
   /** `firstChunkBytes`: what the caller expects to write (one chunk then holds it all). */
   constructor(firstChunkBytes = 64 * 1024, chunkBytes = 64 * 1024) {
@@ -78,7 +93,13 @@ export class BodyWriter {
 
   /** Bytes written so far. */
   get size(): number {
-    return this.full.reduce((sum, c) => sum + c.length, this.used);
+    return this.filled + this.used;
+  }
+
+  /** Resolves once more than `bytes` are written (checked as chunks fill). */
+  whenLarger(bytes: number): Promise<void> {
+    if (this.filled > bytes) return Promise.resolve();
+    return new Promise((resolve) => (this.waiting = { bytes, resolve }));
   }
 
   /** The body as one buffer (a view when it fits in one chunk, else a copy). */
@@ -87,23 +108,62 @@ export class BodyWriter {
     return this.full.length === 0 ? last : Buffer.concat([...this.full, last]);
   }
 
-  /** The body as a stream of its chunks, each released once sent. */
+  /** The whole body as a stream of its chunks, each released once sent. */
   stream(): ReadableStream<Uint8Array> {
-    const chunks = [...this.full, this.current.subarray(0, this.used)];
-    this.full.length = 0;
-    return new ReadableStream<Uint8Array>({
-      pull(controller) {
-        const next = chunks.shift();
-        if (next) controller.enqueue(next);
-        if (chunks.length === 0) controller.close();
+    const live = this.startStream();
+    live.end();
+    return live.stream;
+  }
+
+  /**
+   * The body as a stream that starts now: the chunks full so far, then each
+   * chunk as soon as it fills, so the client reads the first megabytes of a
+   * large answer while the rest is still being found. Chunks are queued as
+   * they come (the writer does not wait for the client).
+   */
+  startStream(): LiveBody {
+    let controller!: ReadableStreamDefaultController<Uint8Array>;
+    // Closed by end() or fail(), or by the client going away (then the rest is dropped).
+    let open = true;
+    const stream = new ReadableStream<Uint8Array>({
+      start: (c) => {
+        controller = c;
+      },
+      cancel: () => {
+        open = false;
       },
     });
+    const send = (chunk: Buffer<ArrayBuffer>) => {
+      if (open) controller.enqueue(chunk);
+    };
+    for (const chunk of this.full) send(chunk);
+    this.full.length = 0;
+    this.send = send;
+    return {
+      stream,
+      end: () => {
+        if (this.used > 0) send(this.current.subarray(0, this.used));
+        if (open) controller.close();
+        open = false;
+      },
+      fail: (error) => {
+        if (open) controller.error(error);
+        open = false;
+      },
+    };
   }
 
   private nextChunk(): void {
-    this.full.push(this.current.subarray(0, this.used));
+    const chunk = this.current.subarray(0, this.used);
+    this.filled += chunk.length;
+    if (this.send) this.send(chunk);
+    else this.full.push(chunk);
     this.current = Buffer.allocUnsafe(this.chunkBytes);
     this.used = 0;
+    if (this.waiting && this.filled > this.waiting.bytes) {
+      this.waiting.resolve();
+      this.waiting = undefined;
+    }
   }
 }
 

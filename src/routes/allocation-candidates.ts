@@ -35,21 +35,34 @@ export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
       // Candidates are written as bytes as they are found (a huge answer stays off the heap).
       const body = new CandidatesBody(shape);
       // One read-only snapshot: the narrowing queries and the tree loads must agree.
-      const result = await deps.db.transaction(
-        (tx) =>
-          findCandidates(tx, query, {
-            nestedAware: mv.atLeast("1.29"),
-            randomize,
-            maxCandidates: max,
-            strategy: deps.config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
-            onCandidate: body.candidate,
-          }),
-        { isolationLevel: "repeatable read", accessMode: "read only" },
-      );
-      // With randomize the engine shuffles and returns the list instead.
-      for (const cand of result.candidates) body.candidate(cand, result);
+      const answer = deps.db
+        .transaction(
+          (tx) =>
+            findCandidates(tx, query, {
+              nestedAware: mv.atLeast("1.29"),
+              randomize,
+              maxCandidates: max,
+              strategy: deps.config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
+              onCandidate: body.candidate,
+            }),
+          { isolationLevel: "repeatable read", accessMode: "read only" },
+        )
+        .then((result) => {
+          // With randomize the engine shuffles and returns the list instead.
+          for (const cand of result.candidates) body.candidate(cand, result);
+          return result;
+        });
+      // A large answer starts to leave once it passes a megabyte, while the engine goes on; until
+      // then nothing is sent, so a bad request or a failure found early is still an ordinary error.
+      const whole = answer.then(() => true);
+      whole.catch(() => {}); // its failure is answered through `answer`
+      const complete = await Promise.race([whole, body.whenLarge().then(() => false)]);
       setLastModified(c, new Date());
-      return c.body(body.finish(query, result), 200, { "content-type": "application/json" });
+      if (complete) return c.body(body.finish(query, await answer), 200, { "content-type": "application/json" });
+      const stream = body.streamUntil(query, answer, (error) =>
+        deps.log.error("allocation candidates failed while streaming", { requestId: c.get("requestId"), error: error.message }),
+      );
+      return c.body(stream, 200, { "content-type": "application/json" });
     },
   });
   return app;

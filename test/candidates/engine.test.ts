@@ -225,13 +225,16 @@ describe("nested trees and granular groups", () => {
     expect(elapsed).toBeLessThan(2000);
   });
 
-  it("streams a large answer (over 2,000 candidates) that still parses whole", async () => {
+  it("streams a large answer (6,400 candidates, past the megabyte where it starts to leave) that parses whole, in the order a limit gives", async () => {
     const VF = custom("VF");
     const root = await d.provider();
-    for (let i = 0; i < 50; i++) await d.provider({ parent: root, inventory: { [VF]: 4 } });
-    const res = await get(`resources1=${VF}:1&resources2=${VF}:1&group_policy=none`);
+    for (let i = 0; i < 80; i++) await d.provider({ parent: root, inventory: { [VF]: 4 } });
+    const query = `resources1=${VF}:1&resources2=${VF}:1&group_policy=none`;
+    const res = await get(query);
     expect(res.status).toBe(200);
-    expect(res.body.allocation_requests).toHaveLength(2500);
-    expect(Object.keys(res.body.provider_summaries)).toHaveLength(51);
+    expect(res.body.allocation_requests).toHaveLength(6400);
+    expect(Object.keys(res.body.provider_summaries)).toHaveLength(81);
+    const limited = await get(`${query}&limit=100`);
+    expect(res.body.allocation_requests.slice(0, 100)).toEqual(limited.body.allocation_requests);
   });
 });

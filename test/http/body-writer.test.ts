@@ -32,4 +32,41 @@ describe("BodyWriter", () => {
     expect(chunks.length).toBeGreaterThan(10);
     expect(Buffer.concat(chunks).toString("latin1")).toBe(expected);
   });
+
+  it("once streaming, sends each chunk as soon as it fills, and the rest at the end", async () => {
+    const w = new BodyWriter(8, 16).ascii("a".repeat(20));
+    const live = w.startStream();
+    const reader = live.stream.getReader();
+    // The chunks full before the stream started (8 + 16 bytes hold 20: one full chunk so far).
+    expect(Buffer.from((await reader.read()).value!).toString("latin1")).toBe("a".repeat(8));
+    w.ascii("b".repeat(20));
+    // A chunk that fills now leaves now, before end().
+    expect(Buffer.from((await reader.read()).value!).toString("latin1")).toBe("a".repeat(12) + "b".repeat(4));
+    live.end();
+    expect(Buffer.from((await reader.read()).value!).toString("latin1")).toBe("b".repeat(16));
+    expect((await reader.read()).done).toBe(true);
+  });
+
+  it("aborts a stream that fails, so the client never takes a short body for a whole one", async () => {
+    const w = new BodyWriter(8, 16).ascii("a".repeat(20));
+    const live = w.startStream();
+    const reader = live.stream.getReader();
+    await reader.read();
+    live.fail(new Error("lost the database"));
+    await expect(reader.read()).rejects.toThrow("lost the database");
+  });
+
+  it("tells when the written size passes a mark", async () => {
+    const w = new BodyWriter(8, 16);
+    let passed = false;
+    void w.whenLarger(30).then(() => (passed = true));
+    w.ascii("x".repeat(30));
+    await Promise.resolve();
+    expect(passed).toBe(false);
+    w.ascii("x".repeat(20));
+    await Promise.resolve();
+    expect(passed).toBe(true);
+    expect(w.size).toBe(50);
+  });
 });
+
