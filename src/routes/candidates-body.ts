@@ -131,10 +131,9 @@ function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: QuotedUuid):
     w.bytes(CLOSE);
     if (shape.mappings) {
       w.bytes(MAPPINGS_OPEN);
-      let first = true;
-      for (const [suffix, mapped] of cand.mappings) {
-        if (!first) w.bytes(COMMA);
-        first = false;
+      for (let g = 0; g < cand.groups.length; g++) {
+        const { suffix, providers: mapped } = cand.groups[g];
+        if (g > 0) w.bytes(COMMA);
         let key = suffixKey.get(suffix);
         if (key === undefined) suffixKey.set(suffix, (key = ascii(`${JSON.stringify(suffix)}:[`)));
         w.bytes(key);

@@ -15,7 +15,8 @@ async function largeBody(): Promise<CandidatesBody> {
   void body.whenLarge().then(() => (large = true));
   for (let i = 0; !large; i++) {
     const providerId = (i % 1000) + 1;
-    body.candidate({ anchorRootId: providerId, resources: [{ providerId, resourceClassId: 1, amount: 1 }], mappings: new Map([["", [providerId]]]) }, names);
+    const resources = [{ providerId, resourceClassId: 1, amount: 1 }];
+    body.candidate({ anchorRootId: providerId, resources, groups: [{ suffix: "", sameProvider: false, resources, providers: [providerId] }] }, names);
     if (i % 1000 === 0) await Promise.resolve();
   }
   return body;

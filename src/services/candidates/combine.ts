@@ -33,7 +33,18 @@ export interface GroupOption {
 export interface Candidate {
   anchorRootId: number;
   resources: ResourceRequest[];
-  mappings: Map<string, number[]>;
+  /**
+   * The option taken for each request group, in request order; its
+   * providers are the group's mappings (groups have distinct suffixes). Kept
+   * as the options themselves, not a Map per candidate: the writer reads them
+   * in order, and a Map for each of 80,000 candidates was garbage to collect.
+   */
+  groups: readonly GroupOption[];
+}
+
+/** A candidate's mappings: each group's suffix to the providers that serve it. */
+export function mappingsOf(c: Candidate): Map<string, number[]> {
+  return new Map(c.groups.map((o) => [o.suffix, o.providers]));
 }
 
 export interface Capacity {
@@ -134,7 +145,7 @@ export function* mergeGroups(anchorRootId: number, options: GroupOption[][], rul
   if (options.length === 1 && rules.sameSubtrees.length === 0) {
     // One group: each option already passed the capacity query on its own, and there is nothing to combine.
     for (const option of options[0]) {
-      yield { anchorRootId, resources: option.resources, mappings: new Map([[option.suffix, option.providers]]) };
+      yield { anchorRootId, resources: option.resources, groups: [option] };
     }
     return;
   }
@@ -213,13 +224,12 @@ function satisfiesSameSubtrees(picked: GroupOption[], rules: MergeRules): boolea
 
 /**
  * One candidate from one option per group: amounts of the same provider and
- * class added up. The options' own request objects and provider lists are
- * shared, never changed (a candidate names a handful of providers, so a scan
- * beats a Map; only a sum makes a new object).
+ * class added up. The options' own request objects are shared, never changed
+ * (a candidate names a handful of providers, so a scan beats a Map; only a
+ * sum makes a new object).
  */
-export function consolidate(anchorRootId: number, picked: GroupOption[]): Candidate {
+export function consolidate(anchorRootId: number, picked: readonly GroupOption[]): Candidate {
   const resources: ResourceRequest[] = [];
-  const mappings = new Map<string, number[]>();
   for (const option of picked) {
     for (const rr of option.resources) {
       let i = 0;
@@ -227,10 +237,8 @@ export function consolidate(anchorRootId: number, picked: GroupOption[]): Candid
       if (i === resources.length) resources.push(rr);
       else resources[i] = { ...resources[i], amount: resources[i].amount + rr.amount };
     }
-    const list = mappings.get(option.suffix);
-    mappings.set(option.suffix, list ? [...new Set([...list, ...option.providers])] : option.providers);
   }
-  return { anchorRootId, resources, mappings };
+  return { anchorRootId, resources, groups: picked.slice() };
 }
 
 /**
@@ -240,7 +248,7 @@ export function consolidate(anchorRootId: number, picked: GroupOption[]): Candid
  */
 export function candidateKey(c: Candidate): string {
   const rrs = c.resources.map((r) => `${r.providerId}:${r.resourceClassId}:${r.amount}`).sort();
-  const maps = [...c.mappings.entries()].map(([s, ps]) => `${s}=${[...ps].sort((a, b) => a - b).join(",")}`).sort();
+  const maps = c.groups.map((o) => `${o.suffix}=${[...o.providers].sort((a, b) => a - b).join(",")}`).sort();
   return `${rrs.join(";")}|${maps.join(";")}`;
 }
 

@@ -141,7 +141,7 @@ export async function generate(
     // Only a candidate made of sharing providers alone can come from several anchors. (Placement
     // deduplicates each group's requests before merging, which keeps one arbitrary anchor for a
     // group served by a sharing provider alone and so loses candidates; we keep every anchor.)
-    if (c.resources.every((r) => source.isSharing(r.providerId)) && [...c.mappings.values()].every((ps) => ps.every(source.isSharing))) {
+    if (c.resources.every((r) => source.isSharing(r.providerId)) && c.groups.every((o) => o.providers.every(source.isSharing))) {
       const key = candidateKey(c);
       if (seen.has(key)) return false;
       seen.add(key);
