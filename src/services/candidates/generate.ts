@@ -154,9 +154,13 @@ export async function generate(
   };
   const run = async ({ anchors, optionsAt }: Pick<Batch, "anchors" | "optionsAt">): Promise<boolean> => {
     await load(anchors);
-    const sources = anchors.map((a) => mergeGroups(a, optionsAt(a), rules));
-    const stream = opts.strategy === "breadth-first" ? roundRobin(sources) : chain(sources);
-    for (const c of stream) if (take(c)) return true;
+    if (opts.strategy === "breadth-first") {
+      for (const c of roundRobin(anchors.map((a) => mergeGroups(a, optionsAt(a), rules)))) if (take(c)) return true;
+      return false;
+    }
+    // Depth-first: tree after tree, each candidate straight from its tree's generator (a chaining
+    // generator on top cost one more resume and result object per candidate).
+    for (const a of anchors) for (const c of mergeGroups(a, optionsAt(a), rules)) if (take(c)) return true;
     return false;
   };
   if (opts.randomize || opts.strategy === "breadth-first" || (!Number.isFinite(cap) && source.onePerAnchor)) {
@@ -208,12 +212,6 @@ export async function generate(
     summaries,
     ...names,
   };
-}
-
-function* chain<T>(sources: Iterable<Iterator<T>>): Generator<T> {
-  for (const it of sources) {
-    for (let r = it.next(); !r.done; r = it.next()) yield r.value;
-  }
 }
 
 export function emptyResult(rcNames: Map<number, string>): CandidatesResult {
