@@ -204,7 +204,9 @@ const STREAM_ABOVE_BYTES = 4 * 1024 * 1024;
  * Past this many bytes of allocation requests the body starts to leave while
  * the engine goes on: on a 2-core machine the client (or the kernel's copy)
  * reads the first megabytes on the other core instead of after the last
- * candidate (8,000 nested candidates, 5.4 MB: see the route). Smaller answers
+ * candidate, and the chunks leave instead of piling up (interleaved runs on
+ * this 2-core VM: 8,000 nested candidates, 5.4 MB, p50 144 -> 132 ms; 80,000,
+ * 54 MB, p50 1,593 -> 1,374 ms and peak RSS 240 -> 180 MB). Smaller answers
  * go whole, with a Content-Length.
  */
 const STREAM_FROM_BYTES = 1024 * 1024;
