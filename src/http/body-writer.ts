@@ -96,7 +96,7 @@ export class BodyWriter {
     return this.filled + this.used;
   }
 
-  /** Resolves once more than `bytes` are written (checked as chunks fill). */
+  /** Resolves once more than `bytes` are written (checked as chunks fill); one waiter at a time, a later call replaces it. */
   whenLarger(bytes: number): Promise<void> {
     if (this.filled > bytes) return Promise.resolve();
     return new Promise((resolve) => (this.waiting = { bytes, resolve }));

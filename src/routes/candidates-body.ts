@@ -48,16 +48,16 @@ export class CandidatesBody {
    */
   streamUntil(query: CandidatesQuery, result: Promise<CandidatesResult>, onError: (error: Error) => void): ReadableStream<Uint8Array> {
     const live = this.w.startStream();
-    result.then(
-      (r) => {
-        this.close(query, r);
-        live.end();
-      },
-      (error: Error) => {
-        onError(error);
-        live.fail(error);
-      },
-    );
+    // Writing the summaries can fail too: that also aborts the stream rather than leaving it open.
+    result
+      .then((r) => this.close(query, r))
+      .then(
+        () => live.end(),
+        (error: Error) => {
+          onError(error);
+          live.fail(error);
+        },
+      );
     return live.stream;
   }
 

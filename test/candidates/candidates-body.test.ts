@@ -46,4 +46,14 @@ describe("CandidatesBody.streamUntil", () => {
     await expect(readAll(stream)).rejects.toThrow("connection lost");
     expect(reported.map((e) => e.message)).toEqual(["connection lost"]);
   });
+
+  it("aborts the stream when writing the summaries fails, instead of leaving it open", async () => {
+    const body = await largeBody();
+    const broken = { candidates: [], count: 0, summaries: [{ provider: { id: 1 }, inventories: null, traits: [] }], ...names } as unknown as CandidatesResult;
+    const query = { groups: [], params: {} } as unknown as CandidatesQuery;
+    const reported: Error[] = [];
+    await expect(readAll(body.streamUntil(query, Promise.resolve(broken), (e) => reported.push(e)))).rejects.toThrow();
+    expect(reported).toHaveLength(1);
+  });
 });
+
