@@ -44,7 +44,10 @@ function diffJson(path: string, a: JsonText | undefined, b: JsonText | undefined
   }
   if (Array.isArray(a) && Array.isArray(b)) {
     if (a.length !== b.length) out.push({ aspect: `body ${path}[] length`, reference: show(a), ours: show(b) });
-    else a.forEach((item, i) => diffJson(`${path}[]`, item, b[i], out));
+    else
+      a.forEach((item, i) => {
+        diffJson(`${path}[]`, item, b[i], out);
+      });
     return;
   }
   if (a instanceof NumberToken && b instanceof NumberToken) {
@@ -57,7 +60,7 @@ function diffJson(path: string, a: JsonText | undefined, b: JsonText | undefined
       const x = (a as Record<string, JsonText>)[key];
       const y = (b as Record<string, JsonText>)[key];
       // A member's name is grouped as such unless it is a uuid or symbol (then it is data).
-      const name = /^[0-9a-f-]{36}$|^⟦/.test(key) ? "{id}" : key;
+      const name = /^[0-9a-f-]{36}$|^⟦/.test(key) ? "{id}" : /^[A-Z][A-Z0-9_]+$/.test(key) ? "{name}" : key;
       if (x === undefined || y === undefined) out.push({ aspect: `body ${path}.${name} presence`, reference: show(x), ours: show(y) });
       else diffJson(`${path}.${name}`, x, y, out);
     }

@@ -30,7 +30,10 @@ export function parseJsonText(text: string): JsonText {
       at++;
       const obj: { [key: string]: JsonText } = {};
       space();
-      if (text[at] === "}") return at++, obj;
+      if (text[at] === "}") {
+        at++;
+        return obj;
+      }
       for (;;) {
         space();
         if (text[at] !== '"') fail();
@@ -40,26 +43,36 @@ export function parseJsonText(text: string): JsonText {
         obj[key] = value();
         space();
         if (text[at] === ",") at++;
-        else if (text[at] === "}") return at++, obj;
-        else fail();
+        else if (text[at] === "}") {
+          at++;
+          return obj;
+        } else fail();
       }
     }
     if (ch === "[") {
       at++;
       const list: JsonText[] = [];
       space();
-      if (text[at] === "]") return at++, list;
+      if (text[at] === "]") {
+        at++;
+        return list;
+      }
       for (;;) {
         list.push(value());
         space();
         if (text[at] === ",") at++;
-        else if (text[at] === "]") return at++, list;
-        else fail();
+        else if (text[at] === "]") {
+          at++;
+          return list;
+        } else fail();
       }
     }
     if (ch === '"') return string();
     for (const [word, result] of [["true", true], ["false", false], ["null", null]] as const) {
-      if (text.startsWith(word, at)) return (at += word.length), result;
+      if (text.startsWith(word, at)) {
+        at += word.length;
+        return result;
+      }
     }
     const match = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(at, at + 400));
     if (!match) fail();
