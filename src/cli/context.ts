@@ -55,7 +55,7 @@ export function createCli(io: CliIo): Cli {
       }
     },
     print(data, json, text) {
-      io.stdout(json ? JSON.stringify(data, null, 2) + "\n" : text(data));
+      io.stdout(json ? `${JSON.stringify(data, null, 2)}\n` : text(data));
     },
     action: (run) => async (...args) => {
       cli.result = await run(...args);

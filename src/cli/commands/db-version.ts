@@ -8,7 +8,7 @@ import { commandGroup } from "../program.js";
 function text(v: SchemaVersion): string {
   const lines = [`current: ${v.current ?? "none (empty database)"}`, `latest:  ${v.latest}`];
   if (v.pending.length > 0) lines.push(`pending: ${v.pending.join(", ")} (run 'placement db migrate')`);
-  return lines.join("\n") + "\n";
+  return `${lines.join("\n")}\n`;
 }
 
 export function register(program: Command, cli: Cli): void {
