@@ -7,6 +7,10 @@ import type { AppDeps, AppEnv } from "./http/context.js";
 import { badInputFromDatabase, conflictFromDatabase, PlacementError, renderError, unavailableFromDatabase } from "./http/errors.js";
 import { authMiddleware, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
 import { createPolicyEnforcer } from "./auth/policy.js";
+import { observeRequests } from "./observe/requests.js";
+import { requestLogger } from "./observe/request-log.js";
+import { rootCause } from "./root-cause.js";
+import { sqlState } from "./db/sql-state.js";
 import { rootRoutes } from "./routes/root.js";
 import { resourceProviderRoutes } from "./routes/resource-providers.js";
 import { inventoryRoutes } from "./routes/inventories.js";
@@ -22,6 +26,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const policy = createPolicyEnforcer(deps.config);
 
+  app.use(observeRequests([requestLogger(deps.log)], (err) => deps.log.error("request listener failed", { error: String(err) })));
   app.use(requestId);
   const cors = corsMiddleware(deps.config);
   if (cors) app.use(cors);
@@ -78,6 +83,16 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
 /** Logs an unexpected failure in full and gives the client nothing internal. */
 function internalError(err: Error, deps: AppDeps, requestId: string | undefined, method: string, path: string): PlacementError {
-  deps.log.error("unhandled error", { requestId, method, path, error: err.message, stack: err.stack });
+  const cause = rootCause(err);
+  deps.log.error("unhandled error", {
+    requestId,
+    method,
+    path,
+    error: err.message.split("\n")[0],
+    cause: cause.message,
+    sqlstate: sqlState(err),
+    ...(cause.code && cause.code !== sqlState(err) ? { errno: cause.code } : {}),
+    stack: err.stack,
+  });
   return new PlacementError(500, `An unexpected error occurred (request ${requestId ?? "unknown"}).`);
 }

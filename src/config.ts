@@ -25,6 +25,8 @@ export const configSchema = z.object({
   PLACEMENT_DATA_DIR: z.string().min(1).default("./.placement-data"),
   PLACEMENT_EMBEDDED_DB_PORT: int(1, 65535).default(5433),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  /** json: one JSON object per line; text: plain lines, the request log in upstream Placement's format. */
+  LOG_FORMAT: z.enum(["json", "text"]).default("json"),
   PLACEMENT_DB_POOL_SIZE: int(1, 1000).default(10),
   PLACEMENT_WORKERS: int(1, 256).default(() => os.availableParallelism()),
   PLACEMENT_AUTH_STRATEGY: z.enum(["noauth2", "keystone", "trusted-proxy"]).default("noauth2"),

@@ -14,11 +14,12 @@ import { createLogger, type Logger } from "../log.js";
 import { noauthIdentity, type Identity } from "./identity.js";
 import { IdentityServiceUnavailable, InvalidToken, KeystoneValidator } from "./keystone.js";
 import { proxiedIdentity, TrustedProxies } from "./trusted-proxy.js";
+import { peerAddress } from "../http/node-bindings.js";
 
 export type Authenticator = (c: AppContext) => Promise<Identity>;
 
 /** Builds the configured strategy once per app; throws ConfigError when its settings are incomplete. */
-export function createAuthenticator(config: Config, log: Logger = createLogger(config.LOG_LEVEL)): Authenticator {
+export function createAuthenticator(config: Config, log: Logger = createLogger(config.LOG_LEVEL, config.LOG_FORMAT)): Authenticator {
   switch (config.PLACEMENT_AUTH_STRATEGY) {
     case "noauth2":
       return noauth2;
@@ -85,12 +86,6 @@ function trustedProxy(config: Config): Authenticator {
     if (!identity) throw unauthorized('Keystone uri="unset"');
     return identity;
   };
-}
-
-/** The TCP peer, from @hono/node-server's bindings; undefined when the app is driven without a socket. */
-function peerAddress(c: AppContext): string | undefined {
-  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined;
-  return env?.incoming?.socket?.remoteAddress;
 }
 
 function unauthorized(challenge: string): PlacementError {

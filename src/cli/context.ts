@@ -42,7 +42,7 @@ export function createCli(io: CliIo): Cli {
   const cli: Cli = {
     result: undefined,
     settings: () => (config ??= loadConfig(io.env)),
-    log: () => (log ??= createLogger(cli.settings().LOG_LEVEL)),
+    log: () => (log ??= createLogger(cli.settings().LOG_LEVEL, cli.settings().LOG_FORMAT)),
     async withDatabase(work) {
       const settings = cli.settings();
       const { url, embedded } = await provideDatabase(settings, cli.log());

@@ -7,6 +7,7 @@ Settings (environment variables):
   PLACEMENT_DATA_DIR           Embedded database directory (default ./.placement-data).
   PLACEMENT_EMBEDDED_DB_PORT   Port of the embedded PostgreSQL (default 5433).
   LOG_LEVEL                    debug | info | warn | error | silent (default info).
+  LOG_FORMAT                   json (one object per line) | text (upstream's plain request log) (default json).
   PLACEMENT_DB_POOL_SIZE       Database connections per worker (default 10).
   PLACEMENT_WORKERS            HTTP worker processes (default: number of cores).
   PLACEMENT_AUTH_STRATEGY      noauth2 | keystone | trusted-proxy (default noauth2; development only).

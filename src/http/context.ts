@@ -16,6 +16,8 @@ export interface AppDeps {
 export type AppEnv = {
   Variables: {
     requestId: string;
+    /** A well-formed X-OpenStack-Request-ID the caller sent (oslo's global request id), for the request log. */
+    globalRequestId: string | undefined;
     microversion: Microversion;
     identity: Identity;
     policy: PolicyEnforcer;

@@ -17,8 +17,10 @@ const VALID_REQUEST_ID = /^req-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[
 /** Every response carries a request id; a well-formed inbound one is kept so calls can be traced across services. */
 export const requestId: MiddlewareHandler<AppEnv> = async (c, next) => {
   const inbound = c.req.header(REQUEST_ID_HEADER);
-  const id = inbound && VALID_REQUEST_ID.test(inbound) ? inbound : `req-${randomUUID()}`;
+  const valid = inbound !== undefined && VALID_REQUEST_ID.test(inbound);
+  const id = valid ? inbound : `req-${randomUUID()}`;
   c.set("requestId", id);
+  if (valid) c.set("globalRequestId", inbound);
   await next();
   c.res.headers.set(REQUEST_ID_HEADER, id);
 };

@@ -1,0 +1,17 @@
+/** What @hono/node-server binds to each request (c.env); absent when the app is driven without a socket (app.request in tests). */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AppContext } from "./context.js";
+
+interface NodeBindings {
+  incoming?: IncomingMessage;
+  outgoing?: ServerResponse;
+}
+
+export function nodeBindings(c: AppContext): NodeBindings {
+  return (c.env as NodeBindings | undefined) ?? {};
+}
+
+/** The TCP peer. */
+export function peerAddress(c: AppContext): string | undefined {
+  return nodeBindings(c).incoming?.socket?.remoteAddress;
+}
