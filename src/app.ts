@@ -8,6 +8,10 @@ import { badInputFromDatabase, conflictFromDatabase, PlacementError, renderError
 import { authMiddleware, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
 import { createPolicyEnforcer } from "./auth/policy.js";
 import { observeRequests } from "./observe/requests.js";
+import { createMetrics } from "./observe/metrics.js";
+import { conflictKind } from "./observe/conflict-kind.js";
+import { operationsRoutes } from "./routes/operations.js";
+import { databaseCheck, healthcheckHandler } from "./observe/healthcheck.js";
 import { requestLogger } from "./observe/request-log.js";
 import { rootCause } from "./root-cause.js";
 import { sqlState } from "./db/sql-state.js";
@@ -22,12 +26,18 @@ import { usageRoutes } from "./routes/usages.js";
 import { reshaperRoutes } from "./routes/reshaper.js";
 import { allocationCandidateRoutes } from "./routes/allocation-candidates.js";
 
-export function createApp(deps: AppDeps): Hono<AppEnv> {
+export function createApp(given: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+  const metrics = given.metrics ?? createMetrics();
+  const deps = { ...given, metrics };
   const policy = createPolicyEnforcer(deps.config);
 
-  app.use(observeRequests([requestLogger(deps.log)], (err) => deps.log.error("request listener failed", { error: String(err) })));
+  const onListenerError = (err: unknown) => deps.log.error("request listener failed", { error: String(err) });
+  app.use(observeRequests([requestLogger(deps.log), metrics.onRequest], onListenerError));
   app.use(requestId);
+  // Before CORS, authentication and microversions, as oslo's healthcheck filter sits in front of an API.
+  const health = healthcheckHandler(databaseCheck(deps.db));
+  app.on(["GET", "HEAD"], "/healthcheck", health);
   const cors = corsMiddleware(deps.config);
   if (cors) app.use(cors);
   app.use(async (c, next) => {
@@ -41,6 +51,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   for (const routes of [
     rootRoutes,
+    operationsRoutes,
     resourceProviderRoutes,
     inventoryRoutes,
     aggregateRoutes,
@@ -66,6 +77,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
           unavailableFromDatabase(err) ??
           conflictFromDatabase(err) ??
           internalError(err, deps, c.get("requestId"), c.req.method, c.req.path));
+    if (placementError.status === 409) metrics.conflict(conflictKind(err));
     const version = c.get("microversion");
     const includeCode = version ? version.atLeast("1.23") : false;
     const headers: Record<string, string> = { ...placementError.headers };

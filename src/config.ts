@@ -25,8 +25,6 @@ export const configSchema = z.object({
   PLACEMENT_DATA_DIR: z.string().min(1).default("./.placement-data"),
   PLACEMENT_EMBEDDED_DB_PORT: int(1, 65535).default(5433),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
-  /** json: one JSON object per line; text: plain lines, the request log in upstream Placement's format. */
-  LOG_FORMAT: z.enum(["json", "text"]).default("json"),
   PLACEMENT_DB_POOL_SIZE: int(1, 1000).default(10),
   PLACEMENT_WORKERS: int(1, 256).default(() => os.availableParallelism()),
   PLACEMENT_AUTH_STRATEGY: z.enum(["noauth2", "keystone", "trusted-proxy"]).default("noauth2"),
@@ -56,6 +54,14 @@ export const configSchema = z.object({
   PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: bool.default(false),
   PLACEMENT_MAX_ALLOCATION_CANDIDATES: int(-1, 1_000_000_000).default(-1),
   PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY: z.enum(["depth-first", "breadth-first"]).default("depth-first"),
+  /** json: one JSON object per line; text: plain lines, the request log in upstream Placement's format. */
+  LOG_FORMAT: z.enum(["json", "text"]).default("json"),
+  /** A listener for GET /metrics only, without authentication (for Prometheus on a private network). */
+  PLACEMENT_METRICS_PORT: int(1, 65535).optional(),
+  /** Its address; default HOST. */
+  PLACEMENT_METRICS_HOST: z.string().min(1).optional(),
+  /** Also answer GET /metrics on the API port (authenticated; admin or service). */
+  PLACEMENT_METRICS_ON_API_PORT: bool.default(false),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -14,6 +14,8 @@ import { runMigrations } from "./db/migrate.js";
 import type { Logger } from "./log.js";
 import { checkAuthStartup } from "./auth/authenticate.js";
 import { createPolicyEnforcer } from "./auth/policy.js";
+import { createMetrics } from "./observe/metrics.js";
+import { aggregateWorkers, clusterScrapeFromWorker, reportToPrimary, serveMetricsPort } from "./observe/metrics-endpoint.js";
 
 /** Resolves the database URL, starting the embedded PostgreSQL when none is configured. */
 export async function provideDatabase(config: Config, log: Logger): Promise<{ url: string; embedded?: EmbeddedDatabase }> {
@@ -35,12 +37,21 @@ export async function migrateDatabase(url: string, log: Logger): Promise<void> {
 /** Serves HTTP in this process; `stop` stops accepting, lets in-flight requests finish, then closes the pool. */
 export async function serveHttp(config: Config, url: string, log: Logger): Promise<{ server: Server; stop: () => Promise<void> }> {
   const database = openDatabase(url, config.PLACEMENT_DB_POOL_SIZE, log);
-  const app = createApp({ db: database.db, config, log });
+  const metrics = createMetrics({
+    pool: database.pool,
+    processMetrics: true,
+    scrape: cluster.isWorker ? clusterScrapeFromWorker() : undefined,
+  });
+  if (cluster.isWorker) reportToPrimary(metrics.registry);
+  const app = createApp({ db: database.db, config, log, metrics });
   const server = await new Promise<Server>((resolve) => {
     const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, () => resolve(s as Server));
   });
   answerParserErrors(server);
+  // A worker's metrics leave through the primary's listener.
+  const metricsPort = cluster.isWorker ? undefined : await metricsListener(config, metrics.scrape, log);
   const stop = async () => {
+    await metricsPort?.close();
     // close() stops accepting and waits for open connections; a keep-alive
     // connection becomes idle only once its in-flight response is sent, so keep
     // closing idle ones until the last has gone instead of waiting out the
@@ -54,6 +65,12 @@ export async function serveHttp(config: Config, url: string, log: Logger): Promi
     await database.close();
   };
   return { server, stop };
+}
+
+/** PLACEMENT_METRICS_PORT's listener, when set. */
+function metricsListener(config: Config, scrape: () => Promise<string>, log: Logger) {
+  if (config.PLACEMENT_METRICS_PORT === undefined) return Promise.resolve(undefined);
+  return serveMetricsPort(config.PLACEMENT_METRICS_PORT, config.PLACEMENT_METRICS_HOST ?? config.HOST, scrape, log);
 }
 
 /** Runs `cleanup` once on the first SIGTERM/SIGINT, then exits. */
@@ -106,6 +123,7 @@ export async function runServer(config: Config, log: Logger): Promise<void> {
     return;
   }
 
+  const metricsPort = await metricsListener(config, aggregateWorkers(), log);
   let stopping = false;
   const fork = () => cluster.fork({ PLACEMENT_RESOLVED_DATABASE_URL: url });
   for (let i = 0; i < config.PLACEMENT_WORKERS; i++) fork();
@@ -126,6 +144,7 @@ export async function runServer(config: Config, log: Logger): Promise<void> {
           }),
       ),
     );
+    await metricsPort?.close();
     await stopEmbedded();
   });
   log.info("placement listening", { host: config.HOST, port: config.PORT, workers: config.PLACEMENT_WORKERS });

@@ -8,6 +8,9 @@ Settings (environment variables):
   PLACEMENT_EMBEDDED_DB_PORT   Port of the embedded PostgreSQL (default 5433).
   LOG_LEVEL                    debug | info | warn | error | silent (default info).
   LOG_FORMAT                   json (one object per line) | text (upstream's plain request log) (default json).
+  PLACEMENT_METRICS_PORT       Serve Prometheus metrics (GET /metrics, no authentication) on this port; unset: none.
+  PLACEMENT_METRICS_HOST       Its address (default HOST).
+  PLACEMENT_METRICS_ON_API_PORT  Also serve GET /metrics on the API port, to admin or service callers (default false).
   PLACEMENT_DB_POOL_SIZE       Database connections per worker (default 10).
   PLACEMENT_WORKERS            HTTP worker processes (default: number of cores).
   PLACEMENT_AUTH_STRATEGY      noauth2 | keystone | trusted-proxy (default noauth2; development only).

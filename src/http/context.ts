@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import type { Config } from "../config.js";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
+import type { Metrics } from "../observe/metrics.js";
 import type { Identity } from "../auth/identity.js";
 import type { PolicyEnforcer } from "../auth/policy.js";
 import type { Microversion } from "./microversion.js";
@@ -11,6 +12,8 @@ export interface AppDeps {
   db: Db;
   config: Config;
   log: Logger;
+  /** The process's metrics; createApp makes a registry of its own when none is given. */
+  metrics?: Metrics;
 }
 
 export type AppEnv = {

@@ -28,6 +28,7 @@ export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
         const flat = await flatCandidates(deps.db, query, Number.isFinite(cap) ? cap : undefined);
         checkNames(query, flat.names);
         if (!flat.names.hasTrees && !flat.names.hasSharing) {
+          deps.metrics?.candidatesReturned(flat.anchors.length);
           setLastModified(c, new Date());
           return c.body(renderFlatBody(shape, query, flat), 200, { "content-type": "application/json" });
         }
@@ -50,6 +51,7 @@ export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
         .then((result) => {
           // With randomize the engine shuffles and returns the list instead.
           for (const cand of result.candidates) body.candidate(cand, result);
+          deps.metrics?.candidatesReturned(body.written);
           return result;
         });
       // A large answer starts to leave once it passes a megabyte, while the engine goes on; until

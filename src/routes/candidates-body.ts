@@ -24,6 +24,11 @@ export class CandidatesBody {
     this.writeOne = candidateWriter(this.w, shape, this.quotedUuid);
   }
 
+  /** Allocation requests written so far. */
+  get written(): number {
+    return this.count;
+  }
+
   /** Writes one allocation request (a field, so the engine can take it as its callback). */
   readonly candidate = (cand: Candidate, names: Names): void => {
     if (this.count++ > 0) this.w.bytes(COMMA);
