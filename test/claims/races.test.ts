@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newUuid, startHarness, type Harness } from "../support/harness.js";
 import { startServerProcess, type ServerProcess } from "../support/server-process.js";
-import { createProvider, PROJECT, USER } from "../allocations/fixtures.js";
+import { createProvider, PROJECT, USER, type Provider } from "../allocations/fixtures.js";
 import { allocationsOf, brokenInvariants, claimBody, consumer } from "./support.js";
 
 const CLIENTS = 16;
@@ -88,7 +88,7 @@ describe.each(["one process", "two processes"])("claim races (%s)", (mode) => {
 
   it.each(["pack", "spread", "random"])("%s: claimers fill a cloud exactly, with no 409 while room was left", async (pick) => {
     await emptyCloud();
-    const nodes = [];
+    const nodes: Provider[] = [];
     for (let i = 0; i < 10; i++) nodes.push(await createProvider(t, { VCPU: { total: 4 }, MEMORY_MB: { total: 4096 } }));
     const replies = await fill(send, "resources=VCPU:1,MEMORY_MB:1024&limit=20", () => claimBody({ pick }));
 
@@ -131,7 +131,7 @@ describe.each(["one process", "two processes"])("claim races (%s)", (mode) => {
 
   it("claims racing ordinary writes that span two providers neither deadlock nor overcommit", async () => {
     await emptyCloud();
-    const nodes = [];
+    const nodes: Provider[] = [];
     for (let i = 0; i < 4; i++) nodes.push(await createProvider(t, { VCPU: { total: 40 } }));
     const writes = Array.from({ length: 24 }, (_, i) => {
       const [a, b] = i % 2 ? [nodes[0], nodes[3]] : [nodes[3], nodes[0]];
