@@ -8,7 +8,7 @@
 import { Hono } from "hono";
 import { authorize } from "../auth/policy.js";
 import { readJsonBody } from "../http/body.js";
-import type { AppDeps, AppEnv } from "../http/context.js";
+import type { AppEnv, RouteDeps } from "../http/context.js";
 import { badRequest } from "../http/errors.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
 import { queryPairs } from "../query/query-string.js";
@@ -16,7 +16,7 @@ import { parseCandidatesQuery } from "../query/request-groups.js";
 import { claim } from "../services/claims.js";
 import { CLAIM_BODY } from "./claims-schemas.js";
 
-export function claimRoutes(deps: AppDeps): Hono<AppEnv> {
+export function claimRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   declareRoute(app, "/claims", {
     POST: async (c) => {
@@ -28,7 +28,7 @@ export function claimRoutes(deps: AppDeps): Hono<AppEnv> {
       const uuids = body.consumers.map((x) => x.consumer_uuid);
       const repeated = uuids.find((u, i) => uuids.indexOf(u) !== i);
       if (repeated) throw badRequest(`Consumer ${repeated} is named more than once.`);
-      const outcome = await claim(deps.db, {
+      const outcome = await claim(deps.store, {
         query,
         engine: {
           nestedAware: mv.atLeast("1.29"),
@@ -45,7 +45,6 @@ export function claimRoutes(deps: AppDeps): Hono<AppEnv> {
         pick: body.pick,
         alternates: body.alternates,
         allOrNothing: body.all_or_nothing,
-        retries: deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT,
       });
       const mappings = mv.atLeast("1.34");
       return c.json({

@@ -48,14 +48,15 @@
  * another order is still retried whole by inTransaction.
  */
 import { sql } from "drizzle-orm";
-import { inTransaction, type Db, type Tx } from "../db/database.js";
-import { conflict, PlacementError } from "../http/errors.js";
+import type { Tx } from "../db/database.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
 import type { Candidate } from "./candidates/combine.js";
 import { findCandidates, type CandidatesResult, type EngineOptions } from "./candidates/engine.js";
 import { getConsumerAllocations, replaceAllocations, type Resources } from "./allocations.js";
 import { consumerGenerationConflict, deleteConsumersWithoutAllocations, upsertConsumers } from "./consumers.js";
 import { CandidateView, type PickPolicy } from "./claims-pick.js";
+import { CapacityExceeded, ClaimRefused, ProviderNotFound } from "./errors.js";
+import { writeTransaction, type Store } from "./store.js";
 
 export interface ClaimConsumer {
   consumerUuid: string;
@@ -75,8 +76,6 @@ export interface ClaimRequest {
   alternates: number;
   /** true: every consumer or none; false: as many as fit. */
   allOrNothing: boolean;
-  /** Restarts of the whole transaction (deadlocks, MustRestart) before giving up. */
-  retries: number;
 }
 
 export interface ClaimedConsumer {
@@ -109,15 +108,18 @@ class MustRestart extends Error {}
 /** Thrown inside a savepoint to roll a busy candidate back. */
 class Busy extends Error {}
 
-export async function claim(db: Db, req: ClaimRequest): Promise<ClaimOutcome> {
+/** Thrown inside a savepoint when a candidate's provider was deleted since it was read. */
+class Gone extends Error {}
+
+/** Throws ClaimRefused (nothing claimed), GenerationConflict (a consumer exists) or ConcurrentUpdate. */
+export async function claim(store: Store, req: ClaimRequest): Promise<ClaimOutcome> {
+  // Restarts (MustRestart) and deadlock retries each get the allocation writes' retry count.
   for (let restart = 0; ; restart++) {
     try {
-      return await inTransaction(db, (tx) => claimIn(tx, req), req.retries);
+      return await writeTransaction(store.db, (tx) => claimIn(tx, req), { retries: store.allocationRetries, during: "allocate" });
     } catch (err) {
       if (!(err instanceof MustRestart)) throw err;
-      if (restart >= req.retries) {
-        throw conflict("Unable to claim: the candidates that fit stayed busy with concurrent writes. Please retry.");
-      }
+      if (restart >= store.allocationRetries) throw new ClaimRefused({ reason: "busy" });
       await new Promise((r) => setTimeout(r, Math.random() * 5 * (restart + 1)));
     }
   }
@@ -132,7 +134,7 @@ async function claimIn(tx: Tx, req: ClaimRequest): Promise<ClaimOutcome> {
   for (const c of req.consumers) {
     const row = locked.get(c.consumerUuid)!;
     // A claim makes new consumers; an existing one is what a null consumer_generation is refused for.
-    if (!row.created) throw consumerGenerationConflict(row.generation, null);
+    if (!row.created) throw consumerGenerationConflict(c.consumerUuid, row.generation, null);
   }
 
   const placed: Array<{ consumer: ClaimConsumer; candidate: Candidate }> = [];
@@ -162,7 +164,8 @@ async function claimIn(tx: Tx, req: ClaimRequest): Promise<ClaimOutcome> {
   }
 
   if (pending.length > 0 && (req.allOrNothing || placed.length === 0)) {
-    throw conflict(nothingFitsReason(req, placed.length, considered));
+    if (placed.length > 0) throw new ClaimRefused({ reason: "partial", placed: placed.length, wanted: req.consumers.length });
+    throw new ClaimRefused(considered === 0 ? { reason: "no candidates" } : { reason: "no fit", considered });
   }
   if (pending.length > 0) await deleteConsumersWithoutAllocations(tx, pending.map((c) => locked.get(c.consumerUuid)!.id));
 
@@ -176,14 +179,6 @@ async function claimIn(tx: Tx, req: ClaimRequest): Promise<ClaimOutcome> {
   const chosen = new Set(placed.map((p) => p.candidate));
   const alternates = req.alternates > 0 && view && found ? view.ordered().filter((c) => !chosen.has(c)).slice(0, req.alternates) : [];
   return { claims, unplaced: pending.map((c) => c.consumerUuid), alternates: alternates.map((c) => allocationRequest(found!, c)) };
-}
-
-function nothingFitsReason(req: ClaimRequest, placed: number, considered: number): string {
-  if (req.consumers.length > 1 && placed > 0) {
-    return `Unable to claim: only ${placed} of ${req.consumers.length} consumers fit, and all_or_nothing is set; nothing was claimed.`;
-  }
-  if (considered === 0) return "Unable to claim: no allocation candidates match the request.";
-  return `Unable to claim: none of the ${considered} allocation candidates had the capacity when checked under lock.`;
 }
 
 type Attempt = "claimed" | "busy" | "refused";
@@ -234,10 +229,10 @@ async function attempt(tx: Tx, found: CandidatesResult, consumer: ClaimConsumer,
     await tx.transaction(async (sp) => {
       const res = await sp.execute(sql`
         SELECT id FROM resource_providers WHERE id = ANY(${sql.param(providerIds)}::int[])
-        ORDER BY id FOR UPDATE ${lock === "skip" ? sql`SKIP LOCKED` : sql``}`);
+        ORDER BY id FOR NO KEY UPDATE ${lock === "skip" ? sql`SKIP LOCKED` : sql``}`);
       if (res.rows.length < providerIds.length) {
         // Waiting, a missing row is a provider deleted since it was read.
-        if (lock === "wait") throw conflict("provider gone");
+        if (lock === "wait") throw new Gone();
         throw new Busy();
       }
       await replaceAllocations(sp, [
@@ -250,13 +245,13 @@ async function attempt(tx: Tx, found: CandidatesResult, consumer: ClaimConsumer,
           consumerType: consumer.consumerType,
           allocations: request.allocations,
         },
-      ]);
+      ], { in: "allocations", consumer: consumer.consumerUuid });
     });
     return "claimed";
   } catch (err) {
     if (err instanceof Busy) return "busy";
-    // The allocation write service's capacity refusal (or a provider gone): this candidate no longer fits.
-    if (err instanceof PlacementError && (err.status === 409 || err.status === 400)) return "refused";
+    // The allocation write service's capacity refusal, or a provider gone: this candidate no longer fits.
+    if (err instanceof CapacityExceeded || err instanceof ProviderNotFound || err instanceof Gone) return "refused";
     throw err;
   }
 }
