@@ -4,6 +4,7 @@ import type { Config } from "../config.js";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../observe/metrics.js";
+import type { Store } from "../services/store.js";
 import type { Identity } from "../auth/identity.js";
 import type { PolicyEnforcer } from "../auth/policy.js";
 import type { Microversion } from "./microversion.js";
@@ -14,6 +15,12 @@ export interface AppDeps {
   log: Logger;
   /** The process's metrics; createApp makes a registry of its own when none is given. */
   metrics?: Metrics;
+}
+
+/** What route factories are given: the app's inputs plus what createApp builds from them once. */
+export interface RouteDeps extends AppDeps {
+  store: Store;
+  metrics: Metrics;
 }
 
 export type AppEnv = {

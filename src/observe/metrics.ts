@@ -10,15 +10,15 @@ import { collectDefaultMetrics, Counter, exponentialBuckets, Gauge, Histogram, R
 import type { RequestListener, RequestRecord } from "./requests.js";
 
 /** Why a request got 409. */
-export type ConflictKind = "capacity" | "provider_generation" | "consumer_generation" | "concurrent_update" | "other";
+export type ConflictKind = "capacity" | "provider_generation" | "consumer_generation" | "concurrent_update" | "claim_refused" | "other";
 
 export interface Metrics {
   readonly registry: Registry;
   /** Feeds the request counters and histograms (a listener of observeRequests). */
   readonly onRequest: RequestListener;
   conflict(kind: ConflictKind): void;
-  /** A transaction PostgreSQL aborted and that is being run again, by SQLSTATE. */
-  transactionRetry(sqlState: string): void;
+  /** A transaction that is being run again: the SQLSTATE PostgreSQL aborted it with, or another cause's name. */
+  transactionRetry(cause: string): void;
   candidatesReturned(count: number): void;
   /** The exposition text GET /metrics answers: this process's, or the whole cluster's. */
   scrape(): Promise<string>;
@@ -120,7 +120,7 @@ export function createMetrics(options: MetricsOptions = {}): Metrics {
     registry,
     onRequest,
     conflict: (kind) => conflicts.inc({ kind }),
-    transactionRetry: (sqlState) => retries.inc({ cause: RETRY_CAUSES[sqlState] ?? sqlState }),
+    transactionRetry: (cause) => retries.inc({ cause: RETRY_CAUSES[cause] ?? cause }),
     candidatesReturned: (count) => candidates.observe(count),
     scrape: options.scrape ?? (() => registry.metrics()),
   };

@@ -1,7 +1,7 @@
 /** GET /allocation_candidates (from 1.10): the engine's answer shaped per microversion. */
 import { Hono } from "hono";
 import { authorize } from "../auth/policy.js";
-import type { AppDeps, AppEnv } from "../http/context.js";
+import type { AppEnv, RouteDeps } from "../http/context.js";
 import { setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
 import { queryPairs } from "../query/query-string.js";
@@ -12,7 +12,7 @@ import { CandidatesBody } from "./candidates-body.js";
 import { responseShape } from "./candidates-shape.js";
 import { renderFlatBody } from "./flat-candidates-body.js";
 
-export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
+export function allocationCandidateRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   declareRoute(app, "/allocation_candidates", {
     GET: async (c) => {
@@ -28,7 +28,7 @@ export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
         const flat = await flatCandidates(deps.db, query, Number.isFinite(cap) ? cap : undefined);
         checkNames(query, flat.names);
         if (!flat.names.hasTrees && !flat.names.hasSharing) {
-          deps.metrics?.candidatesReturned(flat.anchors.length);
+          deps.metrics.candidatesReturned(flat.anchors.length);
           setLastModified(c, new Date());
           return c.body(renderFlatBody(shape, query, flat), 200, { "content-type": "application/json" });
         }
@@ -51,7 +51,7 @@ export function allocationCandidateRoutes(deps: AppDeps): Hono<AppEnv> {
         .then((result) => {
           // With randomize the engine shuffles and returns the list instead.
           for (const cand of result.candidates) body.candidate(cand, result);
-          deps.metrics?.candidatesReturned(body.written);
+          deps.metrics.candidatesReturned(body.written);
           return result;
         });
       // A large answer starts to leave once it passes a megabyte, while the engine goes on; until

@@ -1,11 +1,11 @@
 /** GET /metrics on the API port (PLACEMENT_METRICS_ON_API_PORT): authenticated, admin or service only. */
 import { Hono } from "hono";
 import { authorize } from "../auth/policy.js";
-import type { AppDeps, AppEnv } from "../http/context.js";
+import type { AppEnv, RouteDeps } from "../http/context.js";
 import { declareRoute } from "../http/routing.js";
-import { METRICS_CONTENT_TYPE, type Metrics } from "../observe/metrics.js";
+import { METRICS_CONTENT_TYPE } from "../observe/metrics.js";
 
-export function operationsRoutes(deps: AppDeps & { metrics: Metrics }): Hono<AppEnv> {
+export function operationsRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   if (!deps.config.PLACEMENT_METRICS_ON_API_PORT) return app;
   declareRoute(

@@ -71,19 +71,22 @@ async function claimThroughADeadlock(retries: number) {
   );
   const used = await t.sql<{ n: number }>("SELECT count(*)::int AS n FROM allocations");
   expect(await overcommitted(t)).toEqual([]);
-  return { res, allocations: used[0].n };
+  const retried = (await t.metrics.registry.getSingleMetric("placement_db_transaction_retries_total")?.get())?.values ?? [];
+  return { res, allocations: used[0].n, deadlockRetries: retried.find((v) => v.labels.cause === "deadlock")?.value ?? 0 };
 }
 
 describe("deadlocks", () => {
   it("are retried inside the server: the claim succeeds", async () => {
-    const { res, allocations } = await claimThroughADeadlock(10);
+    const { res, allocations, deadlockRetries } = await claimThroughADeadlock(10);
     expect(res.status).toBe(204);
     expect(allocations).toBe(2);
+    expect(deadlockRetries).toBe(1);
   });
 
   it("become Placement's 409 concurrent_update when no retry is allowed, with nothing written", async () => {
-    const { res, allocations } = await claimThroughADeadlock(0);
+    const { res, allocations, deadlockRetries } = await claimThroughADeadlock(0);
     expect(res.status).toBe(409);
+    expect(deadlockRetries).toBe(0);
     expect(res.body.errors[0].code).toBe("placement.concurrent_update");
     expect(res.body.errors[0].detail).toContain("Inventory and/or allocations changed while attempting to allocate");
     expect(allocations).toBe(0);

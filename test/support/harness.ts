@@ -13,6 +13,7 @@ import { testConfig, type Config } from "../../src/config.js";
 import { openDatabase, type Database } from "../../src/db/database.js";
 import type { AppEnv } from "../../src/http/context.js";
 import { createLogger } from "../../src/log.js";
+import { createMetrics, type Metrics } from "../../src/observe/metrics.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 
 export interface RequestOptions {
@@ -37,6 +38,8 @@ export interface Harness {
   database: Database;
   url: string;
   config: Config;
+  /** The app's metrics registry (its counters move with the requests made through `request`). */
+  metrics: Metrics;
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
   /** Runs SQL straight against the test database (for invariant checks). */
   sql<T = any>(text: string, params?: unknown[]): Promise<T[]>;
@@ -50,7 +53,8 @@ export async function startHarness(options: { config?: Partial<Config>; poolSize
   // Small by default: two test files run at once against one PostgreSQL
   // (max_connections 100 by default); race tests ask for the clients they race.
   const database = openDatabase(testDb.url, options.poolSize ?? 10, log);
-  const app = createApp({ db: database.db, config, log });
+  const metrics = createMetrics();
+  const app = createApp({ db: database.db, config, log, metrics });
 
   const request = async (method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> => {
     const headers: Record<string, string> = { accept: "application/json" };
@@ -78,6 +82,7 @@ export async function startHarness(options: { config?: Partial<Config>; poolSize
     database,
     url: testDb.url,
     config,
+    metrics,
     request,
     sql: async (text, params) => (await database.pool.query(text, params as unknown[])).rows,
     close: async () => {
