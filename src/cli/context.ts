@@ -18,6 +18,8 @@ export interface Cli {
   log(): Logger;
   /** Opens the configured database (starting the embedded one when DATABASE_URL is unset), runs `work`, closes it. */
   withDatabase<T>(work: (database: Database, url: string) => Promise<T>): Promise<T>;
+  /** Messages for the operator (prompts, progress, failures), never data. */
+  stderr(text: string): void;
   /** Prints `data` as one JSON document when `json` is set, else as `text(data)`. */
   print<T>(data: T, json: boolean | undefined, text: (data: T) => string): void;
   /** Wraps an action so its result becomes the process's exit code. */
@@ -34,6 +36,7 @@ export interface CommandModule {
 export interface CliIo {
   env: NodeJS.ProcessEnv;
   stdout: (text: string) => void;
+  stderr: (text: string) => void;
 }
 
 export function createCli(io: CliIo): Cli {
@@ -41,6 +44,7 @@ export function createCli(io: CliIo): Cli {
   let log: Logger | undefined;
   const cli: Cli = {
     result: undefined,
+    stderr: io.stderr,
     settings: () => (config ??= loadConfig(io.env)),
     log: () => (log ??= createLogger(cli.settings().LOG_LEVEL, cli.settings().LOG_FORMAT)),
     async withDatabase(work) {

@@ -10,3 +10,6 @@ export const ExitCode = {
   /** The command line is wrong: an unknown command or option, a missing argument. */
   USAGE: 2,
 } as const;
+
+/** Thrown by an action whose arguments are wrong in a way the parser cannot see (a file that is not a list of uuids): exit 2. */
+export class UsageError extends Error {}

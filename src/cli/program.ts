@@ -10,7 +10,7 @@ import { Command, CommanderError, Help } from "commander";
 import { ConfigError } from "../config.js";
 import { rootCause } from "../root-cause.js";
 import { createCli, type ActionResult, type CliIo, type CommandModule } from "./context.js";
-import { ExitCode } from "./exit-codes.js";
+import { ExitCode, UsageError } from "./exit-codes.js";
 import { SETTINGS_HELP } from "./settings-help.js";
 
 /** The groups commands may attach to, with the description their `--help` shows. */
@@ -64,14 +64,14 @@ async function loadCommands(): Promise<CommandModule[]> {
   return modules;
 }
 
-export async function buildProgram(io: CliIo, stderr: (text: string) => void) {
+export async function buildProgram(io: CliIo) {
   const cli = createCli(io);
   const program = new PlacementCommand("placement")
     .description("OpenStack Placement API server and operator commands.")
     .configureHelp({ showGlobalOptions: true })
     .configureOutput({
       writeOut: io.stdout,
-      writeErr: stderr,
+      writeErr: io.stderr,
       outputError: (text, write) => write(`placement: ${text.replace(/^error: /, "")}`),
     })
     .showHelpAfterError("(run 'placement --help' for the commands)")
@@ -83,9 +83,14 @@ export async function buildProgram(io: CliIo, stderr: (text: string) => void) {
 }
 
 /** Runs the command line; resolves with the exit code, or KEEP_RUNNING while a server runs. */
-export async function runCli(argv: string[], io: CliIo = { env: process.env, stdout: (t) => process.stdout.write(t) }): Promise<ActionResult> {
-  const stderr = (t: string) => void process.stderr.write(t);
-  const { program, cli } = await buildProgram(io, stderr);
+const processIo: CliIo = {
+  env: process.env,
+  stdout: (t) => void process.stdout.write(t),
+  stderr: (t) => void process.stderr.write(t),
+};
+
+export async function runCli(argv: string[], io: CliIo = processIo): Promise<ActionResult> {
+  const { program, cli } = await buildProgram(io);
   if (argv.length === 0) {
     program.outputHelp();
     return ExitCode.OK;
@@ -97,8 +102,8 @@ export async function runCli(argv: string[], io: CliIo = { env: process.env, std
       // Help asked for exits 0; commander has already printed why anything else failed.
       return err.exitCode === 0 ? ExitCode.OK : ExitCode.USAGE;
     }
-    stderr(describeFailure(err));
-    return ExitCode.ERROR;
+    io.stderr(describeFailure(err));
+    return err instanceof UsageError ? ExitCode.USAGE : ExitCode.ERROR;
   }
   return cli.result ?? ExitCode.OK;
 }
