@@ -3,7 +3,9 @@
  * `serve` and every test call this same factory with their own pool.
  */
 import { Hono } from "hono";
-import type { AppDeps, AppEnv } from "./http/context.js";
+import type { AppContext, AppDeps, AppEnv } from "./http/context.js";
+import { handlerDeadline } from "./http/deadline.js";
+import { rootCause } from "./db/faults.js";
 import { badInputFromDatabase, conflictFromDatabase, PlacementError, renderError, unavailableFromDatabase } from "./http/errors.js";
 import { authMiddleware, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
 import { createPolicyEnforcer } from "./auth/policy.js";
@@ -23,6 +25,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const policy = createPolicyEnforcer(deps.config);
 
   app.use(requestId);
+  app.use(handlerDeadline(deps.config.PLACEMENT_HANDLER_TIMEOUT_MS, deps.log));
   const cors = corsMiddleware(deps.config);
   if (cors) app.use(cors);
   app.use(async (c, next) => {
@@ -58,7 +61,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       err instanceof PlacementError
         ? err
         : (badInputFromDatabase(err) ??
-          unavailableFromDatabase(err) ??
+          databaseUnavailable(err, deps, c) ??
           conflictFromDatabase(err) ??
           internalError(err, deps, c.get("requestId"), c.req.method, c.req.path));
     const version = c.get("microversion");
@@ -76,8 +79,17 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   return app;
 }
 
+/** A 503 for a database that cannot serve now, logged with what the database said. */
+function databaseUnavailable(err: Error, deps: AppDeps, c: AppContext): PlacementError | undefined {
+  const answer = unavailableFromDatabase(err);
+  if (answer) {
+    deps.log.warn("database unavailable", { requestId: c.get("requestId"), method: c.req.method, path: c.req.path, cause: rootCause(err) });
+  }
+  return answer;
+}
+
 /** Logs an unexpected failure in full and gives the client nothing internal. */
 function internalError(err: Error, deps: AppDeps, requestId: string | undefined, method: string, path: string): PlacementError {
-  deps.log.error("unhandled error", { requestId, method, path, error: err.message, stack: err.stack });
+  deps.log.error("unhandled error", { requestId, method, path, error: err.message, cause: rootCause(err), stack: err.stack });
   return new PlacementError(500, `An unexpected error occurred (request ${requestId ?? "unknown"}).`);
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** The `placement` command: serve, db migrate, help. Settings come from the environment (see --help). */
 import { ConfigError, loadConfig } from "./config.js";
+import { rootCause } from "./db/faults.js";
 import { createLogger } from "./log.js";
 import { migrateDatabase, provideDatabase, runServer } from "./server.js";
 
@@ -66,13 +67,24 @@ async function main(argv: string[]): Promise<number> {
   return 2;
 }
 
+/**
+ * One line for the operator: the error, then the cause underneath it when there
+ * is one (drizzle's "Failed query" names the statement, the database's error
+ * under it says what went wrong).
+ */
+function describeFailure(err: unknown): string {
+  if (err instanceof ConfigError || !(err instanceof Error)) return err instanceof Error ? err.message : String(err);
+  const top = err.message.split("\n")[0];
+  const cause = rootCause(err);
+  return !top || cause.startsWith(top) ? cause : `${top}: ${cause}`;
+}
+
 main(process.argv.slice(2)).then(
   (code) => {
     if (code >= 0) process.exit(code);
   },
   (err: unknown) => {
-    const message = err instanceof ConfigError || err instanceof Error ? err.message : String(err);
-    process.stderr.write(`placement: ${message}\n`);
+    process.stderr.write(`placement: ${describeFailure(err)}\n`);
     process.exit(1);
   },
 );

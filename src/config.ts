@@ -54,6 +54,17 @@ export const configSchema = z.object({
   PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: bool.default(false),
   PLACEMENT_MAX_ALLOCATION_CANDIDATES: int(-1, 1_000_000_000).default(-1),
   PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY: z.enum(["depth-first", "breadth-first"]).default("depth-first"),
+  /** Bounded waits (milliseconds; 0: no bound). A slow client must send its headers, then its whole request, within these. */
+  PLACEMENT_HEADERS_TIMEOUT_MS: int(0, 3_600_000).default(20_000),
+  PLACEMENT_REQUEST_TIMEOUT_MS: int(0, 3_600_000).default(60_000),
+  /** How long an idle keep-alive connection stays open; above a load balancer's idle timeout. */
+  PLACEMENT_KEEP_ALIVE_TIMEOUT_MS: int(0, 3_600_000).default(65_000),
+  /** A request whose handler has not answered by then gets 503 (the database work under it is bounded below). */
+  PLACEMENT_HANDLER_TIMEOUT_MS: int(0, 3_600_000).default(60_000),
+  PLACEMENT_DB_ACQUIRE_TIMEOUT_MS: int(0, 3_600_000).default(5_000),
+  PLACEMENT_DB_STATEMENT_TIMEOUT_MS: int(0, 3_600_000).default(30_000),
+  PLACEMENT_DB_LOCK_TIMEOUT_MS: int(0, 3_600_000).default(10_000),
+  PLACEMENT_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: int(0, 3_600_000).default(60_000),
 });
 
 export type Config = z.infer<typeof configSchema>;

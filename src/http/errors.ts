@@ -6,7 +6,8 @@
  * HTTP. Unknown exceptions become a 500 whose detail says nothing internal.
  */
 
-import { BAD_INPUT_SQLSTATES, errorCodes, sqlState } from "../db/sql-state.js";
+import { asDatabaseUnavailable } from "../db/faults.js";
+import { BAD_INPUT_SQLSTATES, sqlState } from "../db/sql-state.js";
 import { bestMatch } from "./accept.js";
 
 /** Stable error codes. Clients match on these strings: do not change them. */
@@ -145,16 +146,22 @@ function escapeHtml(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 }
 
+/** Seconds a client is told to wait before retrying a 503: a restarting database is usually back within a few. */
+export const RETRY_AFTER_SECONDS = "2";
+
+/** A 503 the client should retry (with Retry-After), worded without internals. */
+export function unavailable(detail: string): PlacementError {
+  return new PlacementError(503, detail, ErrorCode.DEFAULT, { "retry-after": RETRY_AFTER_SECONDS });
+}
+
 /**
- * A 503 when the database cannot take the request right now (out of
- * connections, restarting, unreachable): the client should retry, and an
- * operator should look at the database, not at our code.
+ * A 503 when the database cannot take the request right now (unreachable,
+ * restarting, out of connections, read-only, past a timeout): the client
+ * should retry, and an operator should look at the database, not at our code.
  */
 export function unavailableFromDatabase(err: unknown): PlacementError | undefined {
-  const state = sqlState(err);
-  const unreachable = errorCodes(err).some((code) => ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT"].includes(code));
-  if (!unreachable && !(state && (state.startsWith("08") || ["53300", "57P01", "57P03"].includes(state)))) return undefined;
-  return new PlacementError(503, "The database is unavailable or out of connections; retry later.");
+  if (!asDatabaseUnavailable(err)) return undefined;
+  return unavailable("The database is unavailable or out of connections; retry later.");
 }
 
 /**
