@@ -43,6 +43,7 @@ const STATUS_TEXT: Record<number, { title: string; explanation: string }> = {
   404: { title: "Not Found", explanation: "The resource could not be found." },
   405: { title: "Method Not Allowed", explanation: "" },
   406: { title: "Not Acceptable", explanation: "" },
+  408: { title: "Request Timeout", explanation: "The server has waited too long for the request to be sent by the client." },
   409: { title: "Conflict", explanation: "There was a conflict when trying to complete your request." },
   413: { title: "Request Entity Too Large", explanation: "The body of your request was too large for this server." },
   415: { title: "Unsupported Media Type", explanation: "" },
