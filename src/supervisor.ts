@@ -46,7 +46,10 @@ export function superviseWorkers(count: number, env: Record<string, string>, log
   let resolveUp!: () => void;
   let rejectUp!: (err: Error) => void;
   let resolveFailed!: (err: Error) => void;
-  const up = new Promise<void>((res, rej) => ((resolveUp = res), (rejectUp = rej)));
+  const up = new Promise<void>((res, rej) => {
+    resolveUp = res;
+    rejectUp = rej;
+  });
   const failed = new Promise<Error>((res) => (resolveFailed = res));
   up.catch(() => undefined);
 

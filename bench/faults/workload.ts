@@ -16,10 +16,8 @@ import { randomUUID } from "node:crypto";
 /** Allocations of one consumer: provider uuid -> resource class -> amount. */
 export type Claim = Record<string, Record<string, number>>;
 
-export interface Reply {
-  status: number;
-  body: any;
-}
+/** Allocations as the API writes them: provider uuid -> {resources}. */
+type Allocations = Record<string, { resources: Record<string, number> }>;
 
 /** A request's outcome: its HTTP status, or how it failed without one. */
 export type Outcome = number | "dropped" | "hung";
@@ -60,11 +58,11 @@ export class Workload {
   }
 
   /** One request, never throwing: a status, "dropped" (connection lost) or "hung". */
-  async send(method: string, path: string, body?: unknown): Promise<{ outcome: Outcome; body: any }> {
+  async send(method: string, path: string, body?: unknown): Promise<{ outcome: Outcome; body: unknown }> {
     const base = this.options.baseUrls[this.next++ % this.options.baseUrls.length];
     const label = `${method} ${path.split("/")[1].split("?")[0]}`;
     let outcome: Outcome;
-    let parsed: any;
+    let parsed: unknown;
     try {
       const res = await fetch(`${base}${path}`, {
         method,
@@ -113,7 +111,7 @@ export class Workload {
     await this.mustSend("PUT", `/resource_providers/${uuid}/inventories`, { resource_provider_generation: 0, inventories });
   }
 
-  private async mustSend(method: string, path: string, body?: unknown): Promise<any> {
+  private async mustSend(method: string, path: string, body?: unknown): Promise<unknown> {
     const { outcome, body: answer } = await this.send(method, path, body);
     if (typeof outcome !== "number" || outcome >= 300) throw new Error(`${method} ${path}: ${outcome} ${JSON.stringify(answer)}`);
     return answer;
@@ -123,7 +121,7 @@ export class Workload {
   private async pickCandidate(): Promise<Claim | undefined> {
     const vcpu = 1 + Math.floor(Math.random() * 3);
     const { outcome, body } = await this.send("GET", `/allocation_candidates?resources=VCPU:${vcpu},MEMORY_MB:512&limit=20`);
-    const requests = outcome === 200 ? (body?.allocation_requests as Array<{ allocations: Record<string, { resources: Record<string, number> }> }>) : [];
+    const requests = outcome === 200 ? (body as { allocation_requests?: Array<{ allocations: Allocations }> }).allocation_requests : [];
     if (!requests?.length) return undefined;
     const chosen = requests[Math.floor(Math.random() * requests.length)];
     return Object.fromEntries(Object.entries(chosen.allocations).map(([rp, a]) => [rp, a.resources]));
@@ -145,7 +143,7 @@ export class Workload {
       const before = this.ledger.acknowledged.get(consumer)!;
       const { outcome, body } = await this.send("GET", `/allocations/${consumer}`);
       if (outcome !== 200) return;
-      const generation = body.consumer_generation as number;
+      const generation = (body as { consumer_generation: number }).consumer_generation;
       if (Math.random() < 0.2) return await this.remove(consumer, before);
       const claim = await this.pickCandidate();
       if (claim) await this.write(consumer, before, claim, generation);
@@ -217,7 +215,7 @@ export class Workload {
   private async read(consumer: string): Promise<Claim | undefined | "unknown"> {
     const { outcome, body } = await this.send("GET", `/allocations/${consumer}`);
     if (outcome !== 200) return "unknown";
-    const entries = Object.entries(body.allocations as Record<string, { resources: Record<string, number> }>);
+    const entries = Object.entries((body as { allocations: Allocations }).allocations);
     return entries.length === 0 ? undefined : Object.fromEntries(entries.map(([rp, a]) => [rp, a.resources]));
   }
 

@@ -75,7 +75,7 @@ describe("slow clients", () => {
 
   it("cuts off a client that trickles its body, and applies none of it", async () => {
     const before = await providerCount();
-    const body = JSON.stringify({ name: "never-finished-" + "x".repeat(200) });
+    const body = JSON.stringify({ name: `never-finished-${"x".repeat(200)}` });
     const head =
       "POST /resource_providers HTTP/1.1\r\nHost: placement\r\nx-auth-token: admin\r\n" +
       `content-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`;
