@@ -1,4 +1,5 @@
 /** Faults to inject, each touching only what the run owns (its own database, its own server processes). */
+import net from "node:net";
 import pg from "pg";
 
 /** Terminates every backend connected to `database` except the caller's own; returns how many. */
@@ -31,4 +32,57 @@ export async function repeatedly<T>(inject: () => Promise<T>, minMs: number, max
     if (!stop) results.push(await inject());
   }
   return results;
+}
+
+/** Makes `database` read-only (or writable again) and ends its sessions, so that new ones take the setting. */
+export async function setReadOnly(adminUrl: string, database: string, on: boolean): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query("SET default_transaction_read_only = off");
+    await client.query(`ALTER DATABASE "${database.replace(/"/g, '""')}" SET default_transaction_read_only = ${on ? "on" : "off"}`);
+    await client.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [database]);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Holds the row lock of one random resource provider for `ms`, as a stuck session would. */
+export async function holdRandomProviderLock(url: string, ms: number): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query("BEGIN");
+    await client.query("SELECT id FROM resource_providers WHERE id = (SELECT id FROM resource_providers ORDER BY random() LIMIT 1) FOR UPDATE");
+    await new Promise((r) => setTimeout(r, ms));
+    await client.query("COMMIT");
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * A slowloris client: headers never finished, a byte every 100 ms. Resolves
+ * with the status line the server closed it with ("" if none), or "not cut
+ * off" after `giveUpMs`.
+ */
+export function slowClient(baseUrl: string, giveUpMs: number): Promise<string> {
+  const { port } = new URL(baseUrl);
+  return new Promise((resolve) => {
+    const socket = net.connect(Number(port), "127.0.0.1");
+    let answer = "";
+    const drip = setInterval(() => socket.writable && socket.write("a"), 100);
+    const giveUp = setTimeout(() => {
+      socket.destroy();
+      resolve("not cut off");
+    }, giveUpMs);
+    socket.on("connect", () => socket.write("GET / HTTP/1.1\r\nHost: placement\r\nX-Slow: "));
+    socket.on("data", (d) => (answer += d));
+    socket.on("error", () => undefined);
+    socket.on("close", () => {
+      clearInterval(drip);
+      clearTimeout(giveUp);
+      resolve(answer.split("\r\n")[0]);
+    });
+  });
 }
