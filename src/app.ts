@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import type { AppContext, AppDeps, AppEnv } from "./http/context.js";
 import { handlerDeadline } from "./http/deadline.js";
-import { rootCause } from "./db/faults.js";
+import { rootCause } from "./root-cause.js";
 import { badInputFromDatabase, conflictFromDatabase, PlacementError, renderError, unavailableFromDatabase } from "./http/errors.js";
 import { authMiddleware, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
 import { createPolicyEnforcer } from "./auth/policy.js";

@@ -9,7 +9,7 @@ import { createApp } from "./app.js";
 import { answerParserErrors } from "./http/client-error.js";
 import type { Config } from "./config.js";
 import { openDatabase, sessionLimits } from "./db/database.js";
-import { rootCause } from "./db/faults.js";
+import { rootCause, rootCauseText } from "./root-cause.js";
 import { superviseWorkers, type StartupFailure } from "./supervisor.js";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
@@ -106,7 +106,7 @@ async function runWorker(config: Config, log: Logger): Promise<void> {
     const { stop } = await serveHttp(config, process.env.PLACEMENT_RESOLVED_DATABASE_URL!, log);
     onShutdownSignal(log, stop);
   } catch (err) {
-    const failure: StartupFailure = { type: "startup-failed", cause: rootCause(err) };
+    const failure: StartupFailure = { type: "startup-failed", cause: rootCauseText(err) };
     await new Promise<void>((resolve) => process.send!(failure, () => resolve()));
     throw err;
   }

@@ -8,7 +8,7 @@ import * as schema from "./schema.js";
 import { sqlState } from "./sql-state.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
-import { rootCause } from "./faults.js";
+import { rootCause } from "../root-cause.js";
 
 export type Db = NodePgDatabase<typeof schema>;
 export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];

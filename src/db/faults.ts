@@ -75,15 +75,3 @@ export function asDatabaseUnavailable(err: unknown): DatabaseUnavailable | undef
   const reason = unavailableReason(err);
   return reason === undefined ? undefined : new DatabaseUnavailable(reason, { cause: err });
 }
-
-/**
- * The innermost error of a cause chain in one line, with its code: drizzle's
- * "Failed query: <sql>" says where, the pg error under it says what.
- */
-export function rootCause(err: unknown): string {
-  const errors = chain(err);
-  const root = errors[errors.length - 1];
-  const message = root instanceof Error ? root.message : String(root);
-  const code = (root as { code?: unknown })?.code;
-  return typeof code === "string" ? `${message} (${code})` : message;
-}
