@@ -53,7 +53,7 @@ describe("read-only database", () => {
 
     const migrate = await run(process.execPath, [cliPath, "db", "migrate"], { env: { ...process.env, DATABASE_URL: t.url } }).catch((e) => e);
     expect(migrate.code).toBe(1);
-    expect(migrate.stderr).toMatch(/^placement: .*\n  cause: cannot execute .* in a read-only transaction \(25006\)\n$/);
+    expect(migrate.stderr).toMatch(/^placement: .*\n {2}cause: cannot execute .* in a read-only transaction \(25006\)\n$/);
 
     await setReadOnly(false);
     await t.request("GET", "/resource_providers");
