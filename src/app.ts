@@ -3,10 +3,11 @@
  * `serve` and every test call this same factory with their own pool.
  */
 import { Hono } from "hono";
-import type { AppContext, AppDeps, AppEnv } from "./http/context.js";
+import type { AppDeps, AppEnv, RouteDeps } from "./http/context.js";
+import { PlacementError, renderError } from "./http/errors.js";
+import { placementErrorFor } from "./http/error-table.js";
 import { handlerDeadline } from "./http/deadline.js";
 import { rootCause } from "./root-cause.js";
-import { badInputFromDatabase, conflictFromDatabase, PlacementError, renderError, unavailableFromDatabase } from "./http/errors.js";
 import { authMiddleware, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
 import { createPolicyEnforcer } from "./auth/policy.js";
 import { rootRoutes } from "./routes/root.js";
@@ -23,6 +24,10 @@ import { allocationCandidateRoutes } from "./routes/allocation-candidates.js";
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const policy = createPolicyEnforcer(deps.config);
+  const routeDeps: RouteDeps = {
+    ...deps,
+    store: { db: deps.db, allocationRetries: deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT },
+  };
 
   app.use(requestId);
   app.use(handlerDeadline(deps.config.PLACEMENT_HANDLER_TIMEOUT_MS, deps.log));
@@ -49,7 +54,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     reshaperRoutes,
     allocationCandidateRoutes,
   ]) {
-    app.route("/", routes(deps));
+    app.route("/", routes(routeDeps));
   }
 
   app.notFound(() => {
@@ -57,13 +62,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   });
 
   app.onError((err, c) => {
-    const placementError =
-      err instanceof PlacementError
-        ? err
-        : (badInputFromDatabase(err) ??
-          databaseUnavailable(err, deps, c) ??
-          conflictFromDatabase(err) ??
-          internalError(err, deps, c.get("requestId"), c.req.method, c.req.path));
+    const placementError = placementErrorFor(err) ?? internalError(err, deps, c.get("requestId"), c.req.method, c.req.path);
+    if (placementError.status === 503 && !(err instanceof PlacementError)) {
+      // The client is told only to retry; the operator is told what the database said.
+      deps.log.warn("database unavailable", { requestId: c.get("requestId"), method: c.req.method, path: c.req.path, cause: rootCause(err) });
+    }
     const version = c.get("microversion");
     const includeCode = version ? version.atLeast("1.23") : false;
     const headers: Record<string, string> = { ...placementError.headers };
@@ -77,15 +80,6 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   });
 
   return app;
-}
-
-/** A 503 for a database that cannot serve now, logged with what the database said. */
-function databaseUnavailable(err: Error, deps: AppDeps, c: AppContext): PlacementError | undefined {
-  const answer = unavailableFromDatabase(err);
-  if (answer) {
-    deps.log.warn("database unavailable", { requestId: c.get("requestId"), method: c.req.method, path: c.req.path, cause: rootCause(err) });
-  }
-  return answer;
 }
 
 /** Logs an unexpected failure in full and gives the client nothing internal. */

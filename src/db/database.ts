@@ -5,7 +5,7 @@
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import pg from "pg";
 import * as schema from "./schema.js";
-import { sqlState } from "./sql-state.js";
+import { sqlStateMeaning } from "./sql-state.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
 import { rootCause } from "../root-cause.js";
@@ -21,10 +21,17 @@ export interface Database {
   close(): Promise<void>;
 }
 
-// Bigint columns (SUM results, bigint ids) come back as numbers: every value we
-// sum is bounded by 2^31 per row and far below 2^53 in total.
-pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
-pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
+/**
+ * Bigint columns (SUM results, bigint ids) come back as numbers: every value we
+ * sum is bounded by 2^31 per row and far below 2^53 in total. These have to be
+ * pg's process-wide parsers, not the pool's `types` option: drizzle gives every
+ * query its own parsers, which fall back to the process-wide ones and never to
+ * the pool's. Setting the same parsers again (another pool) changes nothing.
+ */
+function parseBigintsAsNumbers(): void {
+  pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+  pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
+}
 
 /** Bounds on how long a connection may wait or work; 0 means no bound (PostgreSQL's own default). */
 export interface SessionLimits {
@@ -47,6 +54,7 @@ export function sessionLimits(config: Config): SessionLimits {
 }
 
 export function openDatabase(url: string, poolSize: number, log: Logger, limits: SessionLimits = NO_LIMITS): Database {
+  parseBigintsAsNumbers();
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
@@ -91,12 +99,9 @@ function watchConnections(pool: pg.Pool, log: Logger): void {
   pool.on("error", () => undefined);
 }
 
-/** SQLSTATEs that mean "try the whole transaction again": deadlock, serialization failure. */
-const RETRYABLE = new Set(["40P01", "40001"]);
-
+/** A deadlock or serialization failure: the whole transaction may be tried again (see SQLSTATE_MEANINGS). */
 export function isRetryable(err: unknown): boolean {
-  const state = sqlState(err);
-  return state !== undefined && RETRYABLE.has(state);
+  return sqlStateMeaning(err) === "retry";
 }
 
 /**
