@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /** The `placement` command: serve, db migrate, help. Settings come from the environment (see --help). */
-import { ConfigError, loadConfig } from "./config.js";
+import { ConfigError, loadSettings } from "./config.js";
+import { describeConfig } from "./config-show.js";
 import { createLogger } from "./log.js";
 import { migrateDatabase, provideDatabase, runServer } from "./server.js";
 
@@ -9,7 +10,12 @@ const HELP = `Usage: placement <command>
 Commands:
   serve          Start the HTTP server (migrates the database first).
   db migrate     Apply database migrations and exit.
+  config show    Print the effective settings (secrets masked) and where each came from.
   help           Show this help (also --help, -h).
+
+Options:
+  --config-file PATH           Placement's oslo.config file (also PLACEMENT_CONFIG_FILE; default
+                               /etc/placement/placement.conf when it exists). The environment wins over it.
 
 Settings (environment variables):
   PORT                         Port to listen on (default 8778).
@@ -40,14 +46,23 @@ Settings (environment variables):
   PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY   depth-first | breadth-first.
 `;
 
-async function main(argv: string[]): Promise<number> {
+async function main(args: string[]): Promise<number> {
+  const at = args.indexOf("--config-file");
+  const configFile = at >= 0 ? args[at + 1] : undefined;
+  const argv = at >= 0 ? [...args.slice(0, at), ...args.slice(at + 2)] : args;
   const [command, sub] = argv;
   if (!command || command === "help" || command === "--help" || command === "-h" || argv.includes("--help")) {
     process.stdout.write(HELP);
     return command && !["help", "--help", "-h"].includes(command) && !argv.includes("--help") ? 2 : 0;
   }
-  const config = loadConfig();
+  const loaded = loadSettings(process.env, configFile);
+  if (command === "config" && sub === "show") {
+    process.stdout.write(describeConfig(loaded));
+    return 0;
+  }
+  const config = loaded.config;
   const log = createLogger(config.LOG_LEVEL);
+  for (const note of loaded.notes) log[note.level](note.message);
   if (command === "serve") {
     await runServer(config, log);
     return -1; // keep running

@@ -18,6 +18,9 @@ export interface KeystoneOptions {
   projectName: string;
   userDomainName: string;
   projectDomainName: string;
+  /** By id instead of name (kolla-ansible writes these). */
+  userDomainId?: string;
+  projectDomainId?: string;
   cacheSeconds: number;
   timeoutMs: number;
   /** Largest number of cached tokens; the oldest go first. */
@@ -152,9 +155,9 @@ export class KeystoneValidator {
         auth: {
           identity: {
             methods: ["password"],
-            password: { user: { name: o.username, password: o.password, domain: { name: o.userDomainName } } },
+            password: { user: { name: o.username, password: o.password, domain: domainRef(o.userDomainId, o.userDomainName) } },
           },
-          scope: { project: { name: o.projectName, domain: { name: o.projectDomainName } } },
+          scope: { project: { name: o.projectName, domain: domainRef(o.projectDomainId, o.projectDomainName) } },
         },
       }),
     });
@@ -175,6 +178,10 @@ export class KeystoneValidator {
       throw new IdentityServiceUnavailable(`identity service unreachable: ${(err as Error).message}`);
     }
   }
+}
+
+function domainRef(id: string | undefined, name: string): { id: string } | { name: string } {
+  return id ? { id } : { name };
 }
 
 async function readJson(res: Response): Promise<unknown> {
