@@ -17,7 +17,7 @@ export function describeConfig(loaded: LoadedConfig): string {
     lines.push(`${key.padEnd(width)} = ${shown(key, loaded.config[key])}  # ${loaded.sources[key]}`);
   }
   for (const note of loaded.notes) lines.push(`# ${note.level}: ${note.message}`);
-  return lines.join("\n") + "\n";
+  return `${lines.join("\n")}\n`;
 }
 
 function shown(key: ConfigKey, value: unknown): string {

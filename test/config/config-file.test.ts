@@ -176,9 +176,9 @@ optimize_for_wide_provider_trees = True
     const loaded = load("[placement_database]\nconnection = postgresql://placement:topsecret@db/placement\n[keystone_authtoken]\nauth_url = http://k:5000\nusername = u\npassword = hunter2\nproject_name = service\n");
     const text = describeConfig(loaded);
     expect(text).not.toMatch(/topsecret|hunter2/);
-    expect(text).toMatch(/^DATABASE_URL +\= postgresql:\/\/placement:\*\*\*\*@db\/placement  # \S+ \[placement_database\] connection$/m);
-    expect(text).toMatch(/^PLACEMENT_KEYSTONE_PASSWORD +\= \*\*\*\*  # /m);
-    expect(text).toMatch(/^PORT +\= 8778  # default$/m);
+    expect(text).toMatch(/^DATABASE_URL += postgresql:\/\/placement:\*\*\*\*@db\/placement {2}# \S+ \[placement_database\] connection$/m);
+    expect(text).toMatch(/^PLACEMENT_KEYSTONE_PASSWORD += \*\*\*\* {2}# /m);
+    expect(text).toMatch(/^PORT += 8778 {2}# default$/m);
   });
 });
 

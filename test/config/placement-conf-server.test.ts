@@ -82,9 +82,9 @@ describe("a server configured by a kolla-style placement.conf", () => {
     const env = { ...process.env };
     delete env.DATABASE_URL;
     const { stdout } = await run(process.execPath, [cliPath, "config", "show", "--config-file", file], { env });
-    expect(stdout).toMatch(/^PLACEMENT_KEYSTONE_PASSWORD +\= \*\*\*\*  # .*\[keystone_authtoken\] password$/m);
-    expect(stdout).toMatch(/^PLACEMENT_ENFORCE_NEW_DEFAULTS +\= false  # .*\[oslo_policy\] enforce_new_defaults$/m);
-    expect(stdout).toMatch(/^PLACEMENT_POLICY_FILE +\= \S+policy\.yaml  # .*policy\.yaml beside it/m);
+    expect(stdout).toMatch(/^PLACEMENT_KEYSTONE_PASSWORD += \*\*\*\* {2}# .*\[keystone_authtoken\] password$/m);
+    expect(stdout).toMatch(/^PLACEMENT_ENFORCE_NEW_DEFAULTS += false {2}# .*\[oslo_policy\] enforce_new_defaults$/m);
+    expect(stdout).toMatch(/^PLACEMENT_POLICY_FILE += \S+policy\.yaml {2}# .*policy\.yaml beside it/m);
     expect(stdout).not.toMatch(/kolla-secret/);
   });
 
@@ -92,7 +92,7 @@ describe("a server configured by a kolla-style placement.conf", () => {
     const file = path.join(dir, "bad.conf");
     const text = await readFile(path.join(dir, "placement.conf"), "utf8");
     await writeFile(file, text.replace("max_pool_size = 5", "max_pool_size = lots"));
-    const env = { ...process.env, PLACEMENT_CONFIG_FILE: file };
+    const env: NodeJS.ProcessEnv = { ...process.env, PLACEMENT_CONFIG_FILE: file };
     delete env.DATABASE_URL;
     const err = await run(process.execPath, [cliPath, "serve"], { env }).catch((e) => e);
     expect(err.code).toBe(1);
