@@ -51,18 +51,18 @@ function keystone(config: Config, log: Logger): Authenticator {
     projectName: config.PLACEMENT_KEYSTONE_PROJECT_NAME!,
     userDomainName: config.PLACEMENT_KEYSTONE_USER_DOMAIN_NAME,
     projectDomainName: config.PLACEMENT_KEYSTONE_PROJECT_DOMAIN_NAME,
-    userDomainId: config.PLACEMENT_KEYSTONE_USER_DOMAIN_ID,
-    projectDomainId: config.PLACEMENT_KEYSTONE_PROJECT_DOMAIN_ID,
     cacheSeconds: config.PLACEMENT_KEYSTONE_TOKEN_CACHE_SECONDS,
     timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_SECONDS * 1000,
+    serviceTokenRoles: config.PLACEMENT_KEYSTONE_SERVICE_TOKEN_ROLES,
+    serviceTokenRolesRequired: config.PLACEMENT_KEYSTONE_SERVICE_TOKEN_ROLES_REQUIRED,
+    onWarning: (message) => log.warn(message),
   });
-  // keystonemiddleware names www_authenticate_uri to clients, the public endpoint, which may differ from auth_url.
-  const challenge = `Keystone uri="${config.PLACEMENT_KEYSTONE_WWW_AUTHENTICATE_URI ?? config.PLACEMENT_KEYSTONE_URL}"`;
+  const challenge = `Keystone uri="${config.PLACEMENT_KEYSTONE_URL}"`;
   return async (c) => {
     const token = c.req.header("x-auth-token");
     if (!token) throw unauthorized(challenge);
     try {
-      return await validator.validate(token);
+      return await validator.validate(token, c.req.header("x-service-token") || undefined);
     } catch (err) {
       if (err instanceof InvalidToken) throw unauthorized(challenge);
       if (err instanceof IdentityServiceUnavailable) {

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadSettings } from "../../src/config.js";
-import { describeConfig } from "../../src/config-show.js";
+import { describeConfig, showConfig } from "../../src/config-show.js";
 import { parseList } from "../../src/config-ini.js";
 
 function confFile(text: string, extra: Record<string, string> = {}): string {
@@ -174,7 +174,7 @@ optimize_for_wide_provider_trees = True
 
   it("`config show` masks secrets and says where each value came from", () => {
     const loaded = load("[placement_database]\nconnection = postgresql://placement:topsecret@db/placement\n[keystone_authtoken]\nauth_url = http://k:5000\nusername = u\npassword = hunter2\nproject_name = service\n");
-    const text = describeConfig(loaded);
+    const text = describeConfig(showConfig(loaded));
     expect(text).not.toMatch(/topsecret|hunter2/);
     expect(text).toMatch(/^DATABASE_URL += postgresql:\/\/placement:\*\*\*\*@db\/placement {2}# \S+ \[placement_database\] connection$/m);
     expect(text).toMatch(/^PLACEMENT_KEYSTONE_PASSWORD += \*\*\*\* {2}# /m);
