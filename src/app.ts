@@ -6,6 +6,8 @@ import { Hono } from "hono";
 import type { AppDeps, AppEnv, RouteDeps } from "./http/context.js";
 import { PlacementError, renderError } from "./http/errors.js";
 import { placementErrorFor } from "./http/error-table.js";
+import { handlerDeadline } from "./http/deadline.js";
+import { rootCause } from "./root-cause.js";
 import { authMiddleware, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
 import { createPolicyEnforcer } from "./auth/policy.js";
 import { observeRequests } from "./observe/requests.js";
@@ -14,7 +16,6 @@ import { conflictKind } from "./observe/conflict-kind.js";
 import { operationsRoutes } from "./routes/operations.js";
 import { databaseCheck, healthcheckHandler } from "./observe/healthcheck.js";
 import { requestLogger } from "./observe/request-log.js";
-import { rootCause } from "./root-cause.js";
 import { sqlState } from "./db/sql-state.js";
 import { rootRoutes } from "./routes/root.js";
 import { resourceProviderRoutes } from "./routes/resource-providers.js";
@@ -26,6 +27,7 @@ import { allocationRoutes } from "./routes/allocations.js";
 import { usageRoutes } from "./routes/usages.js";
 import { reshaperRoutes } from "./routes/reshaper.js";
 import { allocationCandidateRoutes } from "./routes/allocation-candidates.js";
+import { changeRoutes } from "./routes/changes.js";
 import { claimRoutes } from "./routes/claims.js";
 
 export function createApp(given: AppDeps): Hono<AppEnv> {
@@ -41,6 +43,7 @@ export function createApp(given: AppDeps): Hono<AppEnv> {
   const onListenerError = (err: unknown) => deps.log.error("request listener failed", { error: String(err) });
   app.use(observeRequests([requestLogger(deps.log), metrics.onRequest], onListenerError));
   app.use(requestId);
+  app.use(handlerDeadline(deps.config.PLACEMENT_HANDLER_TIMEOUT_MS, deps.log));
   // Before CORS, authentication and microversions, as oslo's healthcheck filter sits in front of an API.
   const health = healthcheckHandler(databaseCheck(deps.db));
   app.on(["GET", "HEAD"], "/healthcheck", health);
@@ -68,6 +71,7 @@ export function createApp(given: AppDeps): Hono<AppEnv> {
     reshaperRoutes,
     allocationCandidateRoutes,
     claimRoutes,
+    changeRoutes,
   ]) {
     app.route("/", routes(routeDeps));
   }
@@ -79,6 +83,10 @@ export function createApp(given: AppDeps): Hono<AppEnv> {
   app.onError((err, c) => {
     const placementError = placementErrorFor(err) ?? internalError(err, deps, c.get("requestId"), c.req.method, c.req.path);
     if (placementError.status === 409) metrics.conflict(conflictKind(err));
+    if (placementError.status === 503 && !(err instanceof PlacementError)) {
+      // The client is told only to retry; the operator is told what the database said.
+      deps.log.warn("database unavailable", { requestId: c.get("requestId"), method: c.req.method, path: c.req.path, cause: rootCause(err) });
+    }
     const version = c.get("microversion");
     const includeCode = version ? version.atLeast("1.23") : false;
     const headers: Record<string, string> = { ...placementError.headers };
