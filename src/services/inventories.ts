@@ -20,6 +20,7 @@ import {
   lockProviderForNoKeyUpdate,
   type ProviderRow,
 } from "./providers.js";
+import { writeTransaction, type Store } from "./store.js";
 
 /** Largest value of an integer inventory field (a signed 32-bit column). */
 export const MAX_INT = 2147483647;
@@ -212,80 +213,90 @@ export async function setProviderInventories(
 
 /** PUT /resource_providers/{uuid}/inventories. Returns the new generation. */
 export async function replaceInventories(
-  tx: Tx,
+  store: Store,
   providerUuid: string,
   expectedGeneration: number,
   items: Map<string, InventoryData>,
   reservedMayEqualTotal: boolean,
 ): Promise<number> {
-  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
-  checkGeneration(provider, expectedGeneration, "inventories");
-  assertCapacity(provider.uuid, items, reservedMayEqualTotal, "update");
-  return setProviderInventories(tx, provider, items, "replace");
+  return writeTransaction(store.db, async (tx) => {
+    const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+    checkGeneration(provider, expectedGeneration, "inventories");
+    assertCapacity(provider.uuid, items, reservedMayEqualTotal, "update");
+    return setProviderInventories(tx, provider, items, "replace");
+  });
 }
 
 /** DELETE /resource_providers/{uuid}/inventories (1.5): no generation from the client. */
-export async function deleteAllInventories(tx: Tx, providerUuid: string): Promise<number> {
-  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
-  return setProviderInventories(tx, provider, new Map(), "delete all");
+export async function deleteAllInventories(store: Store, providerUuid: string): Promise<number> {
+  return writeTransaction(store.db, async (tx) => {
+    const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+    return setProviderInventories(tx, provider, new Map(), "delete all");
+  });
 }
 
 /** POST /resource_providers/{uuid}/inventories: one new class. Returns the new generation. */
 export async function addInventory(
-  tx: Tx,
+  store: Store,
   providerUuid: string,
   rc: string,
   inv: InventoryData,
   reservedMayEqualTotal: boolean,
 ): Promise<number> {
-  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
-  assertCapacity(provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal, "create");
-  const classId = (await classIdsByName(tx, [rc])).get(rc);
-  if (classId === undefined) throw new ClassNotFound(rc, { in: "new inventory", provider: provider.uuid });
-  const inserted = await tx
-    .insert(inventories)
-    .values({ resourceProviderId: provider.id, resourceClassId: classId, ...columns(inv) })
-    .onConflictDoNothing()
-    .returning({ id: inventories.id });
-  if (inserted.length === 0) throw new InventoryExists(provider.uuid, rc);
-  return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
+  return writeTransaction(store.db, async (tx) => {
+    const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+    assertCapacity(provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal, "create");
+    const classId = (await classIdsByName(tx, [rc])).get(rc);
+    if (classId === undefined) throw new ClassNotFound(rc, { in: "new inventory", provider: provider.uuid });
+    const inserted = await tx
+      .insert(inventories)
+      .values({ resourceProviderId: provider.id, resourceClassId: classId, ...columns(inv) })
+      .onConflictDoNothing()
+      .returning({ id: inventories.id });
+    if (inserted.length === 0) throw new InventoryExists(provider.uuid, rc);
+    return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
+  });
 }
 
 /** PUT /resource_providers/{uuid}/inventories/{rc}: change an existing class. Returns the new generation. */
 export async function updateInventory(
-  tx: Tx,
+  store: Store,
   providerUuid: string,
   expectedGeneration: number,
   rc: string,
   inv: InventoryData,
   reservedMayEqualTotal: boolean,
 ): Promise<number> {
-  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
-  checkGeneration(provider, expectedGeneration, "inventories");
-  assertCapacity(provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal, "update");
-  const classId = (await classIdsByName(tx, [rc])).get(rc);
-  if (classId === undefined) throw new ClassNotFound(rc, { in: "inventory update" });
-  const updated = await tx
-    .update(inventories)
-    .set({ ...columns(inv), updatedAt: new Date() })
-    .where(and(eq(inventories.resourceProviderId, provider.id), eq(inventories.resourceClassId, classId)))
-    .returning({ id: inventories.id });
-  if (updated.length === 0) throw new InventoryNotFound(provider.uuid, rc, "update");
-  return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
+  return writeTransaction(store.db, async (tx) => {
+    const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+    checkGeneration(provider, expectedGeneration, "inventories");
+    assertCapacity(provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal, "update");
+    const classId = (await classIdsByName(tx, [rc])).get(rc);
+    if (classId === undefined) throw new ClassNotFound(rc, { in: "inventory update" });
+    const updated = await tx
+      .update(inventories)
+      .set({ ...columns(inv), updatedAt: new Date() })
+      .where(and(eq(inventories.resourceProviderId, provider.id), eq(inventories.resourceClassId, classId)))
+      .returning({ id: inventories.id });
+    if (updated.length === 0) throw new InventoryNotFound(provider.uuid, rc, "update");
+    return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
+  });
 }
 
 /** DELETE /resource_providers/{uuid}/inventories/{rc}. */
-export async function deleteInventory(tx: Tx, providerUuid: string, rc: string): Promise<number> {
-  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
-  const classId = (await classIdsByName(tx, [rc])).get(rc);
-  if (classId === undefined) throw new ClassNotFound(rc, { in: "inventory delete" });
-  if ((await classesInUse(tx, provider.id, [classId])).length > 0) throw new InventoryInUse(provider.uuid, [rc], "delete one");
-  const deleted = await tx
-    .delete(inventories)
-    .where(and(eq(inventories.resourceProviderId, provider.id), eq(inventories.resourceClassId, classId)))
-    .returning({ id: inventories.id });
-  if (deleted.length === 0) throw new InventoryNotFound(provider.uuid, rc, "delete");
-  return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
+export async function deleteInventory(store: Store, providerUuid: string, rc: string): Promise<number> {
+  return writeTransaction(store.db, async (tx) => {
+    const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+    const classId = (await classIdsByName(tx, [rc])).get(rc);
+    if (classId === undefined) throw new ClassNotFound(rc, { in: "inventory delete" });
+    if ((await classesInUse(tx, provider.id, [classId])).length > 0) throw new InventoryInUse(provider.uuid, [rc], "delete one");
+    const deleted = await tx
+      .delete(inventories)
+      .where(and(eq(inventories.resourceProviderId, provider.id), eq(inventories.resourceClassId, classId)))
+      .returning({ id: inventories.id });
+    if (deleted.length === 0) throw new InventoryNotFound(provider.uuid, rc, "delete");
+    return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
+  });
 }
 
 
