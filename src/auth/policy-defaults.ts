@@ -55,7 +55,12 @@ interface ApiRule<Name extends string> extends RuleDefault {
   operations: string[];
 }
 
-const api = <const N extends string>(name: N, check: string, description: string, ...operations: string[]): ApiRule<`placement:${N}`> => ({
+const api = <const N extends string>(
+  name: N,
+  check: string,
+  description: string,
+  ...operations: string[]
+): ApiRule<`placement:${N}`> => ({
   name: `placement:${name}`,
   check,
   description,

@@ -130,7 +130,8 @@ export function resourceProviderRoutes(deps: RouteDeps): Hono<AppEnv> {
       // Placement looks the provider up before it reads the body: 404 wins over 400.
       await requireProvider(db, uuid);
       const body: z.output<typeof PUT_PROVIDER_V1_14> = await readJsonBody(c, mv.atLeast("1.14") ? PUT_PROVIDER_V1_14 : PUT_PROVIDER);
-      const update = { name: body.name, ...("parent_provider_uuid" in body ? { parentProviderUuid: optionalUuid(body.parent_provider_uuid) } : {}) };
+      const parent = "parent_provider_uuid" in body ? { parentProviderUuid: optionalUuid(body.parent_provider_uuid) } : {};
+      const update = { name: body.name, ...parent };
       const provider = await updateProvider(store, uuid, update, mv.atLeast("1.37"));
       setLastModified(c, newestTimestamp([provider]));
       return c.json(serializeProvider(c, provider));

@@ -3,7 +3,7 @@
  * created the first time any provider is put in it and kept afterwards.
  */
 import { and, asc, eq, inArray, notInArray } from "drizzle-orm";
-import type { Queryable } from "../db/database.js";
+import type { Queryable, Tx } from "../db/database.js";
 import { aggregates, resourceProviderAggregates } from "../db/schema.js";
 import { bumpProviderGeneration, checkGeneration, getProviderByUuid, lockProviderForNoKeyUpdate, type ProviderRow } from "./providers.js";
 import { writeTransaction, type Store } from "./store.js";
@@ -36,36 +36,43 @@ export async function setProviderAggregates(
   uuids: readonly string[],
   expectedGeneration?: number,
 ): Promise<number> {
-  return writeTransaction(store.db, async (tx) => {
-    const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
-    if (expectedGeneration !== undefined) checkGeneration(provider, expectedGeneration, "aggregates");
-    const wanted = [...new Set(uuids)];
-    let ids: number[] = [];
-    if (wanted.length > 0) {
-      // ON CONFLICT: another transaction may create the same aggregate at the
-      // same moment; a unique violation would abort this whole transaction.
-      await tx
-        .insert(aggregates)
-        .values(wanted.map((uuid) => ({ uuid })))
-        .onConflictDoNothing();
-      const rows = await tx.select({ id: aggregates.id }).from(aggregates).where(inArray(aggregates.uuid, wanted));
-      ids = rows.map((r) => r.id);
-    }
+  return writeTransaction(store.db, (tx) => setProviderAggregatesIn(tx, providerUuid, uuids, expectedGeneration));
+}
+
+async function setProviderAggregatesIn(
+  tx: Tx,
+  providerUuid: string,
+  uuids: readonly string[],
+  expectedGeneration?: number,
+): Promise<number> {
+  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+  if (expectedGeneration !== undefined) checkGeneration(provider, expectedGeneration, "aggregates");
+  const wanted = [...new Set(uuids)];
+  let ids: number[] = [];
+  if (wanted.length > 0) {
+    // ON CONFLICT: another transaction may create the same aggregate at the
+    // same moment; a unique violation would abort this whole transaction.
     await tx
-      .delete(resourceProviderAggregates)
-      .where(
-        and(
-          eq(resourceProviderAggregates.resourceProviderId, provider.id),
-          ids.length > 0 ? notInArray(resourceProviderAggregates.aggregateId, ids) : undefined,
-        ),
-      );
-    if (ids.length > 0) {
-      await tx
-        .insert(resourceProviderAggregates)
-        .values(ids.map((aggregateId) => ({ resourceProviderId: provider.id, aggregateId })))
-        .onConflictDoNothing();
-    }
-    if (expectedGeneration === undefined) return provider.generation;
-    return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "aggregates" });
-  });
+      .insert(aggregates)
+      .values(wanted.map((uuid) => ({ uuid })))
+      .onConflictDoNothing();
+    const rows = await tx.select({ id: aggregates.id }).from(aggregates).where(inArray(aggregates.uuid, wanted));
+    ids = rows.map((r) => r.id);
+  }
+  await tx
+    .delete(resourceProviderAggregates)
+    .where(
+      and(
+        eq(resourceProviderAggregates.resourceProviderId, provider.id),
+        ids.length > 0 ? notInArray(resourceProviderAggregates.aggregateId, ids) : undefined,
+      ),
+    );
+  if (ids.length > 0) {
+    await tx
+      .insert(resourceProviderAggregates)
+      .values(ids.map((aggregateId) => ({ resourceProviderId: provider.id, aggregateId })))
+      .onConflictDoNothing();
+  }
+  if (expectedGeneration === undefined) return provider.generation;
+  return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "aggregates" });
 }

@@ -321,7 +321,10 @@ export async function getConsumerAllocations(q: Queryable, consumerUuid: string)
 }
 
 /** GET /resource_providers/{uuid}/allocations: the provider and every allocation on it, in consumer, class order. */
-export async function getProviderAllocations(q: Queryable, uuid: string): Promise<{ provider: ProviderRow; allocations: AllocationView[] }> {
+export async function getProviderAllocations(
+  q: Queryable,
+  uuid: string,
+): Promise<{ provider: ProviderRow; allocations: AllocationView[] }> {
   const provider = await getProviderByUuid(q, uuid, "list allocations");
   return { provider, allocations: await allocationsOnProvider(q, provider.id) };
 }

@@ -78,7 +78,11 @@ export async function getProviderInventories(q: Queryable, uuid: string): Promis
 }
 
 /** GET /resource_providers/{uuid}/inventories/{rc}: the provider and its inventory of one class. */
-export async function getProviderInventory(q: Queryable, uuid: string, rc: string): Promise<{ provider: ProviderRow; inventory: InventoryView }> {
+export async function getProviderInventory(
+  q: Queryable,
+  uuid: string,
+  rc: string,
+): Promise<{ provider: ProviderRow; inventory: InventoryView }> {
   const { provider, inventories: all } = await getProviderInventories(q, uuid);
   const inventory = all.find((r) => r.resourceClass === rc);
   if (!inventory) throw new InventoryNotFound(provider.uuid, rc, "show");
@@ -219,20 +223,30 @@ export async function replaceInventories(
   items: Map<string, InventoryData>,
   reservedMayEqualTotal: boolean,
 ): Promise<number> {
-  return writeTransaction(store.db, async (tx) => {
-    const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
-    checkGeneration(provider, expectedGeneration, "inventories");
-    assertCapacity(provider.uuid, items, reservedMayEqualTotal, "update");
-    return setProviderInventories(tx, provider, items, "replace");
-  });
+  return writeTransaction(store.db, (tx) => replaceInventoriesIn(tx, providerUuid, expectedGeneration, items, reservedMayEqualTotal));
+}
+
+async function replaceInventoriesIn(
+  tx: Tx,
+  providerUuid: string,
+  expectedGeneration: number,
+  items: Map<string, InventoryData>,
+  reservedMayEqualTotal: boolean,
+): Promise<number> {
+  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+  checkGeneration(provider, expectedGeneration, "inventories");
+  assertCapacity(provider.uuid, items, reservedMayEqualTotal, "update");
+  return setProviderInventories(tx, provider, items, "replace");
 }
 
 /** DELETE /resource_providers/{uuid}/inventories (1.5): no generation from the client. */
 export async function deleteAllInventories(store: Store, providerUuid: string): Promise<number> {
-  return writeTransaction(store.db, async (tx) => {
-    const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
-    return setProviderInventories(tx, provider, new Map(), "delete all");
-  });
+  return writeTransaction(store.db, (tx) => deleteAllInventoriesIn(tx, providerUuid));
+}
+
+async function deleteAllInventoriesIn(tx: Tx, providerUuid: string): Promise<number> {
+  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+  return setProviderInventories(tx, provider, new Map(), "delete all");
 }
 
 /** POST /resource_providers/{uuid}/inventories: one new class. Returns the new generation. */
@@ -243,19 +257,27 @@ export async function addInventory(
   inv: InventoryData,
   reservedMayEqualTotal: boolean,
 ): Promise<number> {
-  return writeTransaction(store.db, async (tx) => {
-    const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
-    assertCapacity(provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal, "create");
-    const classId = (await classIdsByName(tx, [rc])).get(rc);
-    if (classId === undefined) throw new ClassNotFound(rc, { in: "new inventory", provider: provider.uuid });
-    const inserted = await tx
-      .insert(inventories)
-      .values({ resourceProviderId: provider.id, resourceClassId: classId, ...columns(inv) })
-      .onConflictDoNothing()
-      .returning({ id: inventories.id });
-    if (inserted.length === 0) throw new InventoryExists(provider.uuid, rc);
-    return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
-  });
+  return writeTransaction(store.db, (tx) => addInventoryIn(tx, providerUuid, rc, inv, reservedMayEqualTotal));
+}
+
+async function addInventoryIn(
+  tx: Tx,
+  providerUuid: string,
+  rc: string,
+  inv: InventoryData,
+  reservedMayEqualTotal: boolean,
+): Promise<number> {
+  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+  assertCapacity(provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal, "create");
+  const classId = (await classIdsByName(tx, [rc])).get(rc);
+  if (classId === undefined) throw new ClassNotFound(rc, { in: "new inventory", provider: provider.uuid });
+  const inserted = await tx
+    .insert(inventories)
+    .values({ resourceProviderId: provider.id, resourceClassId: classId, ...columns(inv) })
+    .onConflictDoNothing()
+    .returning({ id: inventories.id });
+  if (inserted.length === 0) throw new InventoryExists(provider.uuid, rc);
+  return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
 }
 
 /** PUT /resource_providers/{uuid}/inventories/{rc}: change an existing class. Returns the new generation. */
@@ -267,36 +289,47 @@ export async function updateInventory(
   inv: InventoryData,
   reservedMayEqualTotal: boolean,
 ): Promise<number> {
-  return writeTransaction(store.db, async (tx) => {
-    const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
-    checkGeneration(provider, expectedGeneration, "inventories");
-    assertCapacity(provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal, "update");
-    const classId = (await classIdsByName(tx, [rc])).get(rc);
-    if (classId === undefined) throw new ClassNotFound(rc, { in: "inventory update" });
-    const updated = await tx
-      .update(inventories)
-      .set({ ...columns(inv), updatedAt: new Date() })
-      .where(and(eq(inventories.resourceProviderId, provider.id), eq(inventories.resourceClassId, classId)))
-      .returning({ id: inventories.id });
-    if (updated.length === 0) throw new InventoryNotFound(provider.uuid, rc, "update");
-    return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
-  });
+  return writeTransaction(store.db, (tx) => updateInventoryIn(tx, providerUuid, expectedGeneration, rc, inv, reservedMayEqualTotal));
+}
+
+async function updateInventoryIn(
+  tx: Tx,
+  providerUuid: string,
+  expectedGeneration: number,
+  rc: string,
+  inv: InventoryData,
+  reservedMayEqualTotal: boolean,
+): Promise<number> {
+  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+  checkGeneration(provider, expectedGeneration, "inventories");
+  assertCapacity(provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal, "update");
+  const classId = (await classIdsByName(tx, [rc])).get(rc);
+  if (classId === undefined) throw new ClassNotFound(rc, { in: "inventory update" });
+  const updated = await tx
+    .update(inventories)
+    .set({ ...columns(inv), updatedAt: new Date() })
+    .where(and(eq(inventories.resourceProviderId, provider.id), eq(inventories.resourceClassId, classId)))
+    .returning({ id: inventories.id });
+  if (updated.length === 0) throw new InventoryNotFound(provider.uuid, rc, "update");
+  return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
 }
 
 /** DELETE /resource_providers/{uuid}/inventories/{rc}. */
 export async function deleteInventory(store: Store, providerUuid: string, rc: string): Promise<number> {
-  return writeTransaction(store.db, async (tx) => {
-    const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
-    const classId = (await classIdsByName(tx, [rc])).get(rc);
-    if (classId === undefined) throw new ClassNotFound(rc, { in: "inventory delete" });
-    if ((await classesInUse(tx, provider.id, [classId])).length > 0) throw new InventoryInUse(provider.uuid, [rc], "delete one");
-    const deleted = await tx
-      .delete(inventories)
-      .where(and(eq(inventories.resourceProviderId, provider.id), eq(inventories.resourceClassId, classId)))
-      .returning({ id: inventories.id });
-    if (deleted.length === 0) throw new InventoryNotFound(provider.uuid, rc, "delete");
-    return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
-  });
+  return writeTransaction(store.db, (tx) => deleteInventoryIn(tx, providerUuid, rc));
+}
+
+async function deleteInventoryIn(tx: Tx, providerUuid: string, rc: string): Promise<number> {
+  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+  const classId = (await classIdsByName(tx, [rc])).get(rc);
+  if (classId === undefined) throw new ClassNotFound(rc, { in: "inventory delete" });
+  if ((await classesInUse(tx, provider.id, [classId])).length > 0) throw new InventoryInUse(provider.uuid, [rc], "delete one");
+  const deleted = await tx
+    .delete(inventories)
+    .where(and(eq(inventories.resourceProviderId, provider.id), eq(inventories.resourceClassId, classId)))
+    .returning({ id: inventories.id });
+  if (deleted.length === 0) throw new InventoryNotFound(provider.uuid, rc, "delete");
+  return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
 }
 
 

@@ -111,7 +111,9 @@ export async function bumpProviderGeneration(
     .set({ generation: sql`${resourceProviders.generation} + 1`, updatedAt: sql`now()` })
     .where(condition)
     .returning({ generation: resourceProviders.generation });
-  if (!rows[0]) throw new GenerationConflict({ of: "provider", uuid: provider.uuid, writing: expected!.writing, given: expected!.generation });
+  if (!rows[0]) {
+    throw new GenerationConflict({ of: "provider", uuid: provider.uuid, writing: expected!.writing, given: expected!.generation });
+  }
   return rows[0].generation;
 }
 
@@ -283,63 +285,65 @@ export interface ProviderUpdate {
  * aggregates and allocations, not the name).
  */
 export async function updateProvider(store: Store, uuid: string, update: ProviderUpdate, allowReparenting: boolean): Promise<ProviderView> {
-  return writeTransaction(store.db, async (tx) => {
-    const cannotSave = (problem: ProviderTreeProblem) => new InvalidProvider("update", uuid, update.name, problem);
-    const moving = update.parentProviderUuid !== undefined;
-    if (moving) {
-      // Tree changes are serialized with one transaction-level advisory lock,
-      // taken before any row lock (a mover holding a row lock while waiting
-      // for it could deadlock with the holder's foreign-key check on that
-      // row). So two moves never each pass the loop check against the other's
-      // pre-move tree. Then the moving tree's rows are locked in id order, so
-      // no child is created under a provider whose root is being rewritten.
-      await tx.execute(sql`SELECT pg_advisory_xact_lock(${TREE_LOCK_KEY})`);
-      const current = await getProviderByUuid(tx, uuid);
-      await lockProvidersForNoKeyUpdate(tx, eq(resourceProviders.rootProviderId, current.rootProviderId ?? current.id));
-    }
-    const me = await lockProviderForNoKeyUpdate(tx, uuid);
-    const changes: Partial<typeof resourceProviders.$inferInsert> = { name: update.name, updatedAt: new Date() };
-    let newRootId: number | undefined;
-    let subtree: number[] = [];
+  return writeTransaction(store.db, (tx) => updateProviderIn(tx, uuid, update, allowReparenting));
+}
 
-    const target = update.parentProviderUuid;
-    if (target !== undefined) {
-      if (target !== null) {
-        const newParent = await findProviderByUuid(tx, target);
-        if (!newParent) throw cannotSave("parent missing");
-        if (me.parentProviderId !== null && me.parentProviderId !== newParent.id && !allowReparenting) {
-          throw cannotSave("re-parenting not allowed");
-        }
-        subtree = await subtreeIds(tx, me.id);
-        if (subtree.includes(newParent.id)) throw cannotSave("loop");
-        changes.parentProviderId = newParent.id;
-        newRootId = newParent.rootProviderId ?? newParent.id;
-      } else if (me.parentProviderId !== null) {
-        if (!allowReparenting) throw cannotSave("un-parenting not allowed");
-        subtree = await subtreeIds(tx, me.id);
-        changes.parentProviderId = null;
-        newRootId = me.id;
+async function updateProviderIn(tx: Tx, uuid: string, update: ProviderUpdate, allowReparenting: boolean): Promise<ProviderView> {
+  const cannotSave = (problem: ProviderTreeProblem) => new InvalidProvider("update", uuid, update.name, problem);
+  const moving = update.parentProviderUuid !== undefined;
+  if (moving) {
+    // Tree changes are serialized with one transaction-level advisory lock,
+    // taken before any row lock (a mover holding a row lock while waiting
+    // for it could deadlock with the holder's foreign-key check on that
+    // row). So two moves never each pass the loop check against the other's
+    // pre-move tree. Then the moving tree's rows are locked in id order, so
+    // no child is created under a provider whose root is being rewritten.
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(${TREE_LOCK_KEY})`);
+    const current = await getProviderByUuid(tx, uuid);
+    await lockProvidersForNoKeyUpdate(tx, eq(resourceProviders.rootProviderId, current.rootProviderId ?? current.id));
+  }
+  const me = await lockProviderForNoKeyUpdate(tx, uuid);
+  const changes: Partial<typeof resourceProviders.$inferInsert> = { name: update.name, updatedAt: new Date() };
+  let newRootId: number | undefined;
+  let subtree: number[] = [];
+
+  const target = update.parentProviderUuid;
+  if (target !== undefined) {
+    if (target !== null) {
+      const newParent = await findProviderByUuid(tx, target);
+      if (!newParent) throw cannotSave("parent missing");
+      if (me.parentProviderId !== null && me.parentProviderId !== newParent.id && !allowReparenting) {
+        throw cannotSave("re-parenting not allowed");
       }
+      subtree = await subtreeIds(tx, me.id);
+      if (subtree.includes(newParent.id)) throw cannotSave("loop");
+      changes.parentProviderId = newParent.id;
+      newRootId = newParent.rootProviderId ?? newParent.id;
+    } else if (me.parentProviderId !== null) {
+      if (!allowReparenting) throw cannotSave("un-parenting not allowed");
+      subtree = await subtreeIds(tx, me.id);
+      changes.parentProviderId = null;
+      newRootId = me.id;
     }
+  }
 
-    if (update.name !== me.name) {
-      const clash = await tx
-        .select({ id: resourceProviders.id })
-        .from(resourceProviders)
-        .where(and(eq(resourceProviders.name, update.name), ne(resourceProviders.id, me.id)));
-      if (clash.length > 0) throw new DuplicateProvider("update", { name: update.name });
-    }
-    try {
-      await tx.update(resourceProviders).set(changes).where(eq(resourceProviders.id, me.id));
-    } catch (err) {
-      if (pgError(err).code === UNIQUE_VIOLATION) throw new DuplicateProvider("update", { name: update.name });
-      throw err;
-    }
-    if (newRootId !== undefined && subtree.length > 0) {
-      await tx.update(resourceProviders).set({ rootProviderId: newRootId }).where(inArray(resourceProviders.id, subtree));
-    }
-    return getProviderView(tx, uuid);
-  });
+  if (update.name !== me.name) {
+    const clash = await tx
+      .select({ id: resourceProviders.id })
+      .from(resourceProviders)
+      .where(and(eq(resourceProviders.name, update.name), ne(resourceProviders.id, me.id)));
+    if (clash.length > 0) throw new DuplicateProvider("update", { name: update.name });
+  }
+  try {
+    await tx.update(resourceProviders).set(changes).where(eq(resourceProviders.id, me.id));
+  } catch (err) {
+    if (pgError(err).code === UNIQUE_VIOLATION) throw new DuplicateProvider("update", { name: update.name });
+    throw err;
+  }
+  if (newRootId !== undefined && subtree.length > 0) {
+    await tx.update(resourceProviders).set({ rootProviderId: newRootId }).where(inArray(resourceProviders.id, subtree));
+  }
+  return getProviderView(tx, uuid);
 }
 
 /** Arbitrary constant naming the advisory lock that serializes provider tree changes. */
@@ -362,28 +366,30 @@ async function subtreeIds(q: Queryable, id: number): Promise<number[]> {
  * provider with children or allocations stays (409), as in Placement.
  */
 export async function deleteProvider(store: Store, uuid: string): Promise<void> {
-  return writeTransaction(store.db, async (tx) => {
-    const rows = canBeStored(uuid) ? await tx.select().from(resourceProviders).where(eq(resourceProviders.uuid, uuid)).for("update") : [];
-    const me = rows[0];
-    if (!me) throw new ProviderNotFound(uuid, "delete");
-    const cannotDeleteParent = () => new CannotDeleteParent(uuid);
-    const inUse = () => new ProviderInUse(uuid);
-    const children = await tx
-      .select({ id: resourceProviders.id })
-      .from(resourceProviders)
-      .where(eq(resourceProviders.parentProviderId, me.id))
-      .limit(1);
-    if (children.length > 0) throw cannotDeleteParent();
-    const used = await tx.select({ id: allocations.id }).from(allocations).where(eq(allocations.resourceProviderId, me.id)).limit(1);
-    if (used.length > 0) throw inUse();
-    try {
-      // Inventories, traits and aggregate links go with the row (ON DELETE CASCADE).
-      await tx.delete(resourceProviders).where(eq(resourceProviders.id, me.id));
-    } catch (err) {
-      // A child or an allocation committed between our checks and the delete.
-      const { code, constraint } = pgError(err);
-      if (code === FOREIGN_KEY_VIOLATION) throw constraint?.startsWith("allocations") ? inUse() : cannotDeleteParent();
-      throw err;
-    }
-  });
+  return writeTransaction(store.db, (tx) => deleteProviderIn(tx, uuid));
+}
+
+async function deleteProviderIn(tx: Tx, uuid: string): Promise<void> {
+  const rows = canBeStored(uuid) ? await tx.select().from(resourceProviders).where(eq(resourceProviders.uuid, uuid)).for("update") : [];
+  const me = rows[0];
+  if (!me) throw new ProviderNotFound(uuid, "delete");
+  const cannotDeleteParent = () => new CannotDeleteParent(uuid);
+  const inUse = () => new ProviderInUse(uuid);
+  const children = await tx
+    .select({ id: resourceProviders.id })
+    .from(resourceProviders)
+    .where(eq(resourceProviders.parentProviderId, me.id))
+    .limit(1);
+  if (children.length > 0) throw cannotDeleteParent();
+  const used = await tx.select({ id: allocations.id }).from(allocations).where(eq(allocations.resourceProviderId, me.id)).limit(1);
+  if (used.length > 0) throw inUse();
+  try {
+    // Inventories, traits and aggregate links go with the row (ON DELETE CASCADE).
+    await tx.delete(resourceProviders).where(eq(resourceProviders.id, me.id));
+  } catch (err) {
+    // A child or an allocation committed between our checks and the delete.
+    const { code, constraint } = pgError(err);
+    if (code === FOREIGN_KEY_VIOLATION) throw constraint?.startsWith("allocations") ? inUse() : cannotDeleteParent();
+    throw err;
+  }
 }

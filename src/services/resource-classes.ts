@@ -47,42 +47,48 @@ async function insertResourceClass(tx: Tx, name: string): Promise<ResourceClassR
 
 /** POST /resource_classes: DuplicateClass when the name is taken. */
 export async function createResourceClass(store: Store, name: string): Promise<ResourceClassRow> {
-  return writeTransaction(store.db, async (tx) => {
-    const rc = await insertResourceClass(tx, name);
-    if (!rc) throw new DuplicateClass(name, "create");
-    return rc;
-  });
+  return writeTransaction(store.db, (tx) => createResourceClassIn(tx, name));
+}
+
+async function createResourceClassIn(tx: Tx, name: string): Promise<ResourceClassRow> {
+  const rc = await insertResourceClass(tx, name);
+  if (!rc) throw new DuplicateClass(name, "create");
+  return rc;
 }
 
 /** PUT /resource_classes/{name} from 1.7: creates the class unless it exists. */
 export async function ensureResourceClass(store: Store, name: string): Promise<{ resourceClass: ResourceClassRow; created: boolean }> {
-  return writeTransaction(store.db, async (tx) => {
-    const created = await insertResourceClass(tx, name);
-    if (created) return { resourceClass: created, created: true };
-    return { resourceClass: await getResourceClass(tx, name), created: false };
-  });
+  return writeTransaction(store.db, (tx) => ensureResourceClassIn(tx, name));
+}
+
+async function ensureResourceClassIn(tx: Tx, name: string): Promise<{ resourceClass: ResourceClassRow; created: boolean }> {
+  const created = await insertResourceClass(tx, name);
+  if (created) return { resourceClass: created, created: true };
+  return { resourceClass: await getResourceClass(tx, name), created: false };
 }
 
 /** PUT /resource_classes/{name} before 1.7: renames a custom class. */
 export async function renameResourceClass(store: Store, name: string, newName: string): Promise<ResourceClassRow> {
-  return writeTransaction(store.db, async (tx) => {
-    const rc = await getResourceClass(tx, name);
-    if (isStandard(rc)) throw new StandardNameImmutable("resource class", name, "update");
-    const taken = () => new DuplicateClass(newName, "rename");
-    if (newName !== name && (await findResourceClass(tx, newName))) throw taken();
-    try {
-      const rows = await tx
-        .update(resourceClasses)
-        .set({ name: newName, updatedAt: sql`now()` })
-        .where(eq(resourceClasses.id, rc.id))
-        .returning();
-      return rows[0];
-    } catch (err) {
-      // Another transaction took the name between our check and the update.
-      if (sqlState(err) === "23505") throw taken();
-      throw err;
-    }
-  });
+  return writeTransaction(store.db, (tx) => renameResourceClassIn(tx, name, newName));
+}
+
+async function renameResourceClassIn(tx: Tx, name: string, newName: string): Promise<ResourceClassRow> {
+  const rc = await getResourceClass(tx, name);
+  if (isStandard(rc)) throw new StandardNameImmutable("resource class", name, "update");
+  const taken = () => new DuplicateClass(newName, "rename");
+  if (newName !== name && (await findResourceClass(tx, newName))) throw taken();
+  try {
+    const rows = await tx
+      .update(resourceClasses)
+      .set({ name: newName, updatedAt: sql`now()` })
+      .where(eq(resourceClasses.id, rc.id))
+      .returning();
+    return rows[0];
+  } catch (err) {
+    // Another transaction took the name between our check and the update.
+    if (sqlState(err) === "23505") throw taken();
+    throw err;
+  }
 }
 
 /**
@@ -92,16 +98,18 @@ export async function renameResourceClass(store: Store, name: string, newName: s
  * and the in-use check below cannot be overtaken.
  */
 export async function deleteResourceClass(store: Store, name: string): Promise<void> {
-  return writeTransaction(store.db, async (tx) => {
-    const rows = await tx.select().from(resourceClasses).where(eq(resourceClasses.name, name)).for("update");
-    const rc = rows[0];
-    if (!rc) throw new ClassNotFound(name);
-    if (isStandard(rc)) throw new StandardNameImmutable("resource class", name, "delete");
-    const [inUse] = await tx.execute<{ used: boolean }>(
-      sql`SELECT EXISTS (SELECT 1 FROM ${inventories} WHERE ${inventories.resourceClassId} = ${rc.id})
-          OR EXISTS (SELECT 1 FROM ${allocations} WHERE ${allocations.resourceClassId} = ${rc.id}) AS used`,
-    ).then((r) => r.rows);
-    if (inUse?.used) throw new ClassInUse(name);
-    await tx.delete(resourceClasses).where(eq(resourceClasses.id, rc.id));
-  });
+  return writeTransaction(store.db, (tx) => deleteResourceClassIn(tx, name));
+}
+
+async function deleteResourceClassIn(tx: Tx, name: string): Promise<void> {
+  const rows = await tx.select().from(resourceClasses).where(eq(resourceClasses.name, name)).for("update");
+  const rc = rows[0];
+  if (!rc) throw new ClassNotFound(name);
+  if (isStandard(rc)) throw new StandardNameImmutable("resource class", name, "delete");
+  const [inUse] = await tx.execute<{ used: boolean }>(
+    sql`SELECT EXISTS (SELECT 1 FROM ${inventories} WHERE ${inventories.resourceClassId} = ${rc.id})
+        OR EXISTS (SELECT 1 FROM ${allocations} WHERE ${allocations.resourceClassId} = ${rc.id}) AS used`,
+  ).then((r) => r.rows);
+  if (inUse?.used) throw new ClassInUse(name);
+  await tx.delete(resourceClasses).where(eq(resourceClasses.id, rc.id));
 }

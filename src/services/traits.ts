@@ -5,7 +5,7 @@
  * reference database. No in-memory cache: several processes share the table.
  */
 import { and, asc, eq, sql, type SQL } from "drizzle-orm";
-import type { Queryable } from "../db/database.js";
+import type { Queryable, Tx } from "../db/database.js";
 import { resourceProviderTraits, traits } from "../db/schema.js";
 import { StandardNameImmutable, TraitInUse, TraitNotFound } from "./errors.js";
 import { bumpProviderGeneration, checkGeneration, getProviderByUuid, lockProviderForNoKeyUpdate, type ProviderRow } from "./providers.js";
@@ -48,11 +48,13 @@ export async function getTrait(q: Queryable, name: string): Promise<TraitRow> {
 
 /** PUT /traits/{name}: creates the trait unless it exists (ON CONFLICT: a concurrent create is not an error). */
 export async function ensureTrait(store: Store, name: string): Promise<{ trait: TraitRow; created: boolean }> {
-  return writeTransaction(store.db, async (tx) => {
-    const rows = await tx.insert(traits).values({ name }).onConflictDoNothing().returning();
-    if (rows[0]) return { trait: rows[0], created: true };
-    return { trait: await getTrait(tx, name), created: false };
-  });
+  return writeTransaction(store.db, (tx) => ensureTraitIn(tx, name));
+}
+
+async function ensureTraitIn(tx: Tx, name: string): Promise<{ trait: TraitRow; created: boolean }> {
+  const rows = await tx.insert(traits).values({ name }).onConflictDoNothing().returning();
+  if (rows[0]) return { trait: rows[0], created: true };
+  return { trait: await getTrait(tx, name), created: false };
 }
 
 /**
@@ -61,19 +63,21 @@ export async function ensureTrait(store: Store, name: string): Promise<{ trait: 
  * before (and the in-use check sees it) or waits and then finds no trait.
  */
 export async function deleteTrait(store: Store, name: string): Promise<void> {
-  return writeTransaction(store.db, async (tx) => {
-    const rows = await tx.select().from(traits).where(eq(traits.name, name)).for("update");
-    const trait = rows[0];
-    if (!trait) throw new TraitNotFound([name]);
-    if (!name.startsWith(CUSTOM_PREFIX)) throw new StandardNameImmutable("trait", name, "delete");
-    const used = await tx
-      .select({ one: sql`1` })
-      .from(resourceProviderTraits)
-      .where(eq(resourceProviderTraits.traitId, trait.id))
-      .limit(1);
-    if (used.length > 0) throw new TraitInUse(name);
-    await tx.delete(traits).where(eq(traits.id, trait.id));
-  });
+  return writeTransaction(store.db, (tx) => deleteTraitIn(tx, name));
+}
+
+async function deleteTraitIn(tx: Tx, name: string): Promise<void> {
+  const rows = await tx.select().from(traits).where(eq(traits.name, name)).for("update");
+  const trait = rows[0];
+  if (!trait) throw new TraitNotFound([name]);
+  if (!name.startsWith(CUSTOM_PREFIX)) throw new StandardNameImmutable("trait", name, "delete");
+  const used = await tx
+    .select({ one: sql`1` })
+    .from(resourceProviderTraits)
+    .where(eq(resourceProviderTraits.traitId, trait.id))
+    .limit(1);
+  if (used.length > 0) throw new TraitInUse(name);
+  await tx.delete(traits).where(eq(traits.id, trait.id));
 }
 
 /** GET /resource_providers/{uuid}/traits: the provider and its traits, in trait id order. */
@@ -104,34 +108,41 @@ export async function setProviderTraits(
   names: readonly string[],
   expectedGeneration?: number,
 ): Promise<{ provider: ProviderRow; traits: TraitRow[]; generation: number }> {
-  return writeTransaction(store.db, async (tx) => {
-    const provider = await lockProviderForNoKeyUpdate(tx, uuid);
-    if (expectedGeneration !== undefined) checkGeneration(provider, expectedGeneration, "traits");
+  return writeTransaction(store.db, (tx) => setProviderTraitsIn(tx, uuid, names, expectedGeneration));
+}
 
-    // Names and ids travel as one array parameter each, so a body listing
-    // thousands of traits cannot exceed PostgreSQL's limit on bind parameters.
-    const wanted = [...new Set(names)];
-    const found =
-      wanted.length === 0
-        ? []
-        : await tx
-            .select()
-            .from(traits)
-            .where(sql`${traits.name} = ANY(${sql.param(wanted)}::text[])`)
-            .orderBy(asc(traits.id))
-            .for("key share");
-    const known = new Set(found.map((t) => t.name));
-    const missing = wanted.filter((n) => !known.has(n));
-    if (missing.length > 0) throw new TraitNotFound(missing, "provider traits");
+async function setProviderTraitsIn(
+  tx: Tx,
+  uuid: string,
+  names: readonly string[],
+  expectedGeneration?: number,
+): Promise<{ provider: ProviderRow; traits: TraitRow[]; generation: number }> {
+  const provider = await lockProviderForNoKeyUpdate(tx, uuid);
+  if (expectedGeneration !== undefined) checkGeneration(provider, expectedGeneration, "traits");
 
-    await tx.delete(resourceProviderTraits).where(eq(resourceProviderTraits.resourceProviderId, provider.id));
-    if (found.length > 0) {
-      const ids = found.map((t) => t.id);
-      await tx.execute(
-        sql`INSERT INTO ${resourceProviderTraits} (resource_provider_id, trait_id) SELECT ${provider.id}, unnest(${sql.param(ids)}::int[])`,
-      );
-    }
-    const generation = await bumpProviderGeneration(tx, provider);
-    return { provider, traits: found, generation };
-  });
+  // Names and ids travel as one array parameter each, so a body listing
+  // thousands of traits cannot exceed PostgreSQL's limit on bind parameters.
+  const wanted = [...new Set(names)];
+  const found =
+    wanted.length === 0
+      ? []
+      : await tx
+          .select()
+          .from(traits)
+          .where(sql`${traits.name} = ANY(${sql.param(wanted)}::text[])`)
+          .orderBy(asc(traits.id))
+          .for("key share");
+  const known = new Set(found.map((t) => t.name));
+  const missing = wanted.filter((n) => !known.has(n));
+  if (missing.length > 0) throw new TraitNotFound(missing, "provider traits");
+
+  await tx.delete(resourceProviderTraits).where(eq(resourceProviderTraits.resourceProviderId, provider.id));
+  if (found.length > 0) {
+    const ids = found.map((t) => t.id);
+    await tx.execute(
+      sql`INSERT INTO ${resourceProviderTraits} (resource_provider_id, trait_id) SELECT ${provider.id}, unnest(${sql.param(ids)}::int[])`,
+    );
+  }
+  const generation = await bumpProviderGeneration(tx, provider);
+  return { provider, traits: found, generation };
 }
