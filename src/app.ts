@@ -18,6 +18,7 @@ import { allocationRoutes } from "./routes/allocations.js";
 import { usageRoutes } from "./routes/usages.js";
 import { reshaperRoutes } from "./routes/reshaper.js";
 import { allocationCandidateRoutes } from "./routes/allocation-candidates.js";
+import { claimRoutes } from "./routes/claims.js";
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -50,6 +51,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     usageRoutes,
     reshaperRoutes,
     allocationCandidateRoutes,
+    claimRoutes,
   ]) {
     app.route("/", routes(routeDeps));
   }

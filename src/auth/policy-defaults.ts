@@ -127,10 +127,15 @@ export const API_RULES = [
     "GET /resource_providers/{uuid}/allocations",
   ),
   api("allocation_candidates:list", ADMIN_OR_SERVICE, "List allocation candidates.", "GET /allocation_candidates"),
+  // An extension (select and claim in one step): it writes allocations, so it defaults as allocations:manage does.
+  api("claims:create", ADMIN_OR_SERVICE, "Choose allocation candidates and claim them (extension).", "POST /claims"),
   api("reshaper:reshape", SERVICE, "Reshape Inventory and Allocations.", "POST /reshaper"),
 ] as const;
 
 /** The rule names handlers may ask for: authorize() takes only these, so a misspelt rule does not compile. */
 export type ApiRuleName = (typeof API_RULES)[number]["name"];
+
+/** Rules of this server's extensions beside the Placement API (README "Extensions"), not Placement's own. */
+export const EXTENSION_RULES = new Set(["placement:claims:create"]);
 
 export const ALL_RULES: RuleDefault[] = [...BASE_RULES, ...API_RULES];
