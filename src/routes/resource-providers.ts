@@ -13,16 +13,14 @@ import { declareRoute } from "../http/routing.js";
 import { absoluteUrl, providerUrl } from "../http/urls.js";
 import { canonicalUuid, zUuid } from "../http/uuid.js";
 import { queryPairs } from "../query/query-string.js";
-import { parseProviderListQuery, type ProviderListFilters } from "../query/provider-filters.js";
-import { providerFilterConditions } from "../services/candidates/provider-filters.js";
+import { parseProviderListQuery } from "../query/provider-filters.js";
 import {
   createProvider,
   deleteProvider,
   getProviderView,
-  listProviders,
+  findProviders,
   requireProvider,
   updateProvider,
-  type ProviderFilters,
   type ProviderView,
 } from "../services/providers.js";
 
@@ -66,19 +64,6 @@ function optionalUuid(value: string | null | undefined): string | null {
   return value ? canonicalUuid(value) : null;
 }
 
-/**
- * Turns the parsed query into the service's filters. name, uuid and in_tree
- * are plain provider columns; member_of, required and resources become extra
- * SQL conditions from the shared filter code (plugged in here).
- */
-function listFilters(query: ProviderListFilters): ProviderFilters {
-  const filters: ProviderFilters = {};
-  if (query.name !== undefined) filters.name = query.name;
-  if (query.uuid !== undefined) filters.uuid = query.uuid;
-  if (query.inTree !== undefined) filters.inTree = query.inTree;
-  return filters;
-}
-
 export function resourceProviderRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const { db, store } = deps;
@@ -86,10 +71,7 @@ export function resourceProviderRoutes(deps: RouteDeps): Hono<AppEnv> {
   declareRoute(app, "/resource_providers", {
     GET: async (c) => {
       authorize(c, "placement:resource_providers:list");
-      const query = parseProviderListQuery(queryPairs(c.req.url), c.get("microversion"));
-      const filters = listFilters(query);
-      filters.conditions = await providerFilterConditions(db, query);
-      const providers = await listProviders(db, filters);
+      const providers = await findProviders(db, parseProviderListQuery(queryPairs(c.req.url), c.get("microversion")));
       setLastModified(c, newestTimestamp(providers));
       return c.json({ resource_providers: providers.map((p) => serializeProvider(c, p)) });
     },

@@ -20,6 +20,8 @@ import {
   type ProviderTreeProblem,
 } from "./errors.js";
 import { writeTransaction, type Store } from "./store.js";
+import { providerFilterConditions } from "./candidates/provider-filters.js";
+import type { ProviderListFilters } from "../query/provider-filters.js";
 
 export type ProviderRow = typeof resourceProviders.$inferSelect;
 
@@ -137,7 +139,7 @@ export interface ProviderView {
 }
 
 /** What GET /resource_providers filters on. Each set field narrows the list further (AND). */
-export interface ProviderFilters {
+interface ProviderFilters {
   name?: string;
   uuid?: string;
   /** Only providers in the same tree as the provider with this uuid (none when it does not exist). */
@@ -166,8 +168,18 @@ function selectViews(q: Queryable) {
     .leftJoin(root, eq(root.id, resourceProviders.rootProviderId));
 }
 
+/**
+ * GET /resource_providers: the providers matching the list query. name, uuid
+ * and in_tree are plain provider columns; member_of, required and resources
+ * become SQL conditions from the filters shared with allocation candidates.
+ */
+export async function findProviders(q: Queryable, query: ProviderListFilters): Promise<ProviderView[]> {
+  const { name, uuid, inTree } = query;
+  return listProviders(q, { name, uuid, inTree, conditions: await providerFilterConditions(q, query) });
+}
+
 /** Providers matching `filters`, in creation (id) order as Placement returns them. */
-export async function listProviders(q: Queryable, filters: ProviderFilters): Promise<ProviderView[]> {
+async function listProviders(q: Queryable, filters: ProviderFilters): Promise<ProviderView[]> {
   if (![filters.name, filters.uuid, filters.inTree].every((v) => v === undefined || canBeStored(v))) return [];
   const conditions: SQL[] = [...(filters.conditions ?? [])];
   if (filters.name !== undefined) conditions.push(eq(resourceProviders.name, filters.name));
