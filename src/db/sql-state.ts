@@ -34,7 +34,9 @@ export const SQLSTATE_MEANINGS: Readonly<Record<string, SqlStateMeaning>> = {
   "40001": "retry", // serialization_failure
   "53300": "unavailable", // too_many_connections
   "57P01": "unavailable", // admin_shutdown
+  "57P02": "unavailable", // crash_shutdown
   "57P03": "unavailable", // cannot_connect_now
+  "25006": "unavailable", // read_only_sql_transaction: a standby, or a primary demoted by a failover
   ECONNREFUSED: "unavailable",
   ECONNRESET: "unavailable",
   ETIMEDOUT: "unavailable",
