@@ -42,6 +42,8 @@ const STATUS_TEXT: Record<number, { title: string; explanation: string }> = {
   405: { title: "Method Not Allowed", explanation: "" },
   406: { title: "Not Acceptable", explanation: "" },
   409: { title: "Conflict", explanation: "There was a conflict when trying to complete your request." },
+  // Only the change feed extension answers 410 (a cursor past retention); the wording is webob's.
+  410: { title: "Gone", explanation: "This resource is no longer available.  No forwarding address is given." },
   413: { title: "Request Entity Too Large", explanation: "The body of your request was too large for this server." },
   415: { title: "Unsupported Media Type", explanation: "" },
   500: {
