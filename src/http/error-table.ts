@@ -6,7 +6,7 @@
  * domain error without a row does not compile.
  */
 import { databaseFault, DomainError, type AnyDomainError, type ClassLookup, type ProviderTreeProblem } from "../services/errors.js";
-import { ErrorCode, PlacementError } from "./errors.js";
+import { ErrorCode, PlacementError, RETRY_AFTER_SECONDS } from "./errors.js";
 
 interface Answer {
   status: 400 | 404 | 409 | 410 | 503;
@@ -114,7 +114,11 @@ const ROWS: Rows = {
     return { status: 409, detail: concurrently("data"), code };
   },
 
-  DatabaseUnavailable: () => ({ status: 503, detail: "The database is unavailable or out of connections; retry later." }),
+  DatabaseUnavailable: () => ({
+    status: 503,
+    detail: "The database is unavailable or out of connections; retry later.",
+    headers: { "retry-after": RETRY_AFTER_SECONDS },
+  }),
 
   UnstorableValue: ({ problem }) => ({
     status: 400,
