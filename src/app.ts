@@ -3,7 +3,7 @@
  * `serve` and every test call this same factory with their own pool.
  */
 import { Hono } from "hono";
-import type { AppDeps, AppEnv } from "./http/context.js";
+import type { AppDeps, AppEnv, RouteDeps } from "./http/context.js";
 import { badInputFromDatabase, conflictFromDatabase, PlacementError, renderError, unavailableFromDatabase } from "./http/errors.js";
 import { authMiddleware, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
 import { createPolicyEnforcer } from "./auth/policy.js";
@@ -17,10 +17,12 @@ import { allocationRoutes } from "./routes/allocations.js";
 import { usageRoutes } from "./routes/usages.js";
 import { reshaperRoutes } from "./routes/reshaper.js";
 import { allocationCandidateRoutes } from "./routes/allocation-candidates.js";
+import { CandidatesService } from "./services/candidates/service.js";
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const policy = createPolicyEnforcer(deps.config);
+  const routeDeps: RouteDeps = { ...deps, services: { candidates: new CandidatesService(deps.db, deps.config, deps.candidates) } };
 
   app.use(requestId);
   const cors = corsMiddleware(deps.config);
@@ -46,7 +48,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     reshaperRoutes,
     allocationCandidateRoutes,
   ]) {
-    app.route("/", routes(deps));
+    app.route("/", routes(routeDeps));
   }
 
   app.notFound(() => {

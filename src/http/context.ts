@@ -5,12 +5,25 @@ import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
 import type { Identity } from "../auth/identity.js";
 import type { PolicyEnforcer } from "../auth/policy.js";
+import type { CandidatesService, CandidatesServiceOptions } from "../services/candidates/service.js";
 import type { Microversion } from "./microversion.js";
 
 export interface AppDeps {
   db: Db;
   config: Config;
   log: Logger;
+  /** Tests only: how the candidates service picks its path (see CandidatesServiceOptions). */
+  candidates?: CandidatesServiceOptions;
+}
+
+/** Services that keep state for the app's lifetime, made once by createApp. */
+export interface AppServices {
+  candidates: CandidatesService;
+}
+
+/** What route modules are built from: the app's inputs and its services. */
+export interface RouteDeps extends AppDeps {
+  services: AppServices;
 }
 
 export type AppEnv = {

@@ -22,11 +22,11 @@ export interface EngineOptions {
    * them (not with randomize, which shuffles the whole list): the caller can
    * render it at once, so a huge answer is never held as objects.
    */
-  onCandidate?: (candidate: Candidate, names: Names) => void;
+  onCandidate?: (candidate: Candidate, names: NamesById) => void;
 }
 
 /** Lookups from ids to the names a response shows. */
-export interface Names {
+export interface NamesById {
   uuidOf: (providerId: number) => string;
   resourceClassName: (id: number) => string;
 }
@@ -37,7 +37,7 @@ export interface ProviderSummary {
   traits: string[];
 }
 
-export interface CandidatesResult extends Names {
+export interface CandidatesResult extends NamesById {
   /** The candidates, unless they went to `onCandidate`. */
   candidates: Candidate[];
   count: number;
@@ -131,7 +131,7 @@ export async function generate(
   let count = 0;
   const used = new Set<number>();
   const sink = opts.randomize ? undefined : opts.onCandidate;
-  const names: Names = { uuidOf: (id) => providers.get(id)!.uuid, resourceClassName: (id) => rcNames.get(id)! };
+  const names: NamesById = { uuidOf: (id) => providers.get(id)!.uuid, resourceClassName: (id) => rcNames.get(id)! };
   const seen = new Set<string>();
   const take = (c: Candidate): boolean => {
     if (excludeNested) {

@@ -40,6 +40,7 @@ const MAX_ENTRIES = 200_000;
  */
 export const DETAILS_KEY_SQL = (alias: string) => `count(*) || ' ' || max(${alias}.details_version)`;
 
+/** One per candidates service (so per app: two apps in one process, as in tests, never share one). */
 export class ProviderDetailsCache {
   private readonly entries = new Map<number, { key: string; details: ProviderDetails }>();
 
@@ -68,15 +69,6 @@ export class ProviderDetailsCache {
     }
     return out as ProviderDetails[];
   }
-}
-
-/** One copy per database handle: two apps in one process (tests) never share one. */
-const caches = new WeakMap<object, ProviderDetailsCache>();
-
-export function detailsCacheFor(db: object): ProviderDetailsCache {
-  let cache = caches.get(db);
-  if (!cache) caches.set(db, (cache = new ProviderDetailsCache()));
-  return cache;
 }
 
 /** Uuid, capacities and traits of the given providers, with their keys; one round trip. */

@@ -2,7 +2,7 @@
  * The set-based reads of the candidates engine. Each function is one query
  * over whole sets of providers (never one query per provider), so a request
  * costs a handful of round trips whatever the number of providers:
- * lookupNames, memberships, (sharingAnchors, providerByUuid, rootsOf when
+ * lookupNames, memberships, (sharingAnchors, rootsOf when
  * needed), then per batch of trees nextRoots and one loadTrees, whose
  * inventories the engine checks for capacity itself (the batch needs them
  * all for summaries and combining anyway). (Without trees and sharing
@@ -35,40 +35,52 @@
  */
 import { sql } from "drizzle-orm";
 import type { Queryable } from "../../db/database.js";
+import { readShapeRow, SHAPE_ROWS, type CloudShape } from "./cloud-shape.js";
 
 async function rows<T>(tx: Queryable, query: ReturnType<typeof sql>): Promise<T[]> {
   const result = await tx.execute(query);
   return result.rows as T[];
 }
 
-export interface NameLookup {
+/** The ids of the names a request gives (each map absent the unknown ones), and the cloud's shape. */
+export interface IdsByName extends CloudShape {
   resourceClasses: Map<string, number>;
   traits: Map<string, number>;
   aggregates: Map<string, number>;
-  /** Whether some provider has a parent: without trees simpler paths apply. */
-  hasTrees: boolean;
-  /** Whether some provider shares its inventory through aggregates (has MISC_SHARES_VIA_AGGREGATE). */
-  hasSharing: boolean;
+  /** in_tree provider uuid to its root's id. */
+  treeRoots: Map<string, number>;
 }
 
-/** Ids of the named classes, traits and aggregates (absent when unknown), and whether trees exist, in one round trip. */
-export async function lookupNames(tx: Queryable, classes: string[], traitNames: string[], aggregateUuids: string[]): Promise<NameLookup> {
+/** Ids of the named classes, traits, aggregates and in_tree providers, and the cloud's shape, in one round trip. */
+export async function lookupNames(
+  tx: Queryable,
+  classes: string[],
+  traitNames: string[],
+  aggregateUuids: string[],
+  inTreeUuids: string[] = [],
+): Promise<IdsByName> {
   const found = await rows<{ kind: string; id: number; name: string }>(
     tx,
     sql`SELECT 'c' AS kind, id, name FROM resource_classes WHERE name = ANY(${sql.param(classes)}::varchar[])
         UNION ALL SELECT 't', id, name FROM traits WHERE name = ANY(${sql.param(traitNames)}::varchar[])
         UNION ALL SELECT 'a', id, uuid FROM aggregates WHERE uuid = ANY(${sql.param(aggregateUuids)}::varchar[])
-        UNION ALL (SELECT 'n', id, '' FROM resource_providers WHERE parent_provider_id IS NOT NULL LIMIT 1)
-        UNION ALL (SELECT 's', rpt.resource_provider_id, '' FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id
-                   WHERE t.name = 'MISC_SHARES_VIA_AGGREGATE' LIMIT 1)`,
+        UNION ALL SELECT 'r', root_provider_id, uuid FROM resource_providers WHERE uuid = ANY(${sql.param(inTreeUuids)}::varchar[])
+        UNION ALL ${sql.raw(SHAPE_ROWS)}`,
   );
-  const out: NameLookup = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), hasTrees: false, hasSharing: false };
+  const out: IdsByName = {
+    resourceClasses: new Map(),
+    traits: new Map(),
+    aggregates: new Map(),
+    treeRoots: new Map(),
+    hasTrees: false,
+    hasSharing: false,
+  };
   for (const r of found) {
     if (r.kind === "c") out.resourceClasses.set(r.name, r.id);
     else if (r.kind === "t") out.traits.set(r.name, r.id);
     else if (r.kind === "a") out.aggregates.set(r.name, r.id);
-    else if (r.kind === "n") out.hasTrees = true;
-    else out.hasSharing = true;
+    else if (r.kind === "r") out.treeRoots.set(r.name, r.id);
+    else readShapeRow(r.kind, out);
   }
   return out;
 }
@@ -136,14 +148,6 @@ export async function rootsOf(tx: Queryable, ids: number[]): Promise<Map<number,
     sql`SELECT id, root_provider_id AS root FROM resource_providers WHERE id = ANY(${sql.param(ids)}::int[]) ORDER BY id`,
   );
   return new Map(found.map((r) => [r.id, r.root]));
-}
-
-export async function providerByUuid(tx: Queryable, uuid: string): Promise<{ id: number; rootId: number } | undefined> {
-  const found = await rows<{ id: number; root: number }>(
-    tx,
-    sql`SELECT id, root_provider_id AS root FROM resource_providers WHERE uuid = ${uuid}`,
-  );
-  return found[0] ? { id: found[0].id, rootId: found[0].root } : undefined;
 }
 
 export interface TreeProvider {

@@ -56,10 +56,10 @@ import type pg from "pg";
 import type { Db } from "../../db/database.js";
 import type { CandidatesQuery, RequestGroup } from "../../query/request-groups.js";
 import { unique } from "../../query/values.js";
-import type { NameLookup } from "./sql.js";
-import { DETAILS_KEY_SQL, detailsCacheFor, type ProviderDetails, type Runner } from "./provider-details.js";
-
-export const SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE";
+import { shuffle } from "./combine.js";
+import { isFlat, readShapeRow, SHAPE_ROWS, SHARING_TRAIT } from "./cloud-shape.js";
+import { DETAILS_KEY_SQL, type ProviderDetails, type ProviderDetailsCache, type Runner } from "./provider-details.js";
+import type { IdsByName } from "./sql.js";
 
 export interface FlatAnchor {
   /** The kept object itself (the same object until the provider changes), so renderers can key on it. */
@@ -69,18 +69,16 @@ export interface FlatAnchor {
 }
 
 export interface FlatAnswer {
-  names: NameLookup;
-  /** In_tree uuid to its root id. */
-  inTree: Map<string, number>;
+  /** The request's names; when the cloud turns out not flat (see cloud-shape.ts), nothing else. */
+  names: IdsByName;
   anchors: FlatAnchor[];
   /** Every resource class id to its name (the summaries name classes nobody asked for). */
   classNames: Map<number, string>;
 }
 
-/** Whether the one-statement path can answer this request (otherwise the general engine does). */
-export function flatEligible(query: CandidatesQuery, randomize: boolean): boolean {
+/** Whether the one statement can answer this request on a flat cloud (otherwise the engine does). */
+export function statementTakes(query: CandidatesQuery): boolean {
   const { groups, params } = query;
-  if (randomize) return false;
   // Resourceless groups, and two granular groups under isolate, are rare: the engine handles them.
   if (groups.some((g) => g.resources.size === 0)) return false;
   return !(params.groupPolicy === "isolate" && groups.filter((g) => g.useSameProvider).length > 1);
@@ -110,15 +108,29 @@ function poolOf(db: Db): pg.Pool {
   return pool;
 }
 
-/** Per database handle: PostgreSQL's estimate of the number of providers, as the last statement saw it. */
-const providerEstimates = new WeakMap<object, number>();
+/** What the statement keeps between requests (one per service, so per app). */
+export interface FlatStatementState {
+  details: ProviderDetailsCache;
+  /** PostgreSQL's estimate of the number of providers, as the last statement saw it. */
+  providerEstimate?: number;
+}
 
-export async function flatCandidates(db: Db, query: CandidatesQuery, limit: number | undefined): Promise<FlatAnswer> {
+/**
+ * The flat answer to `query`, at most `limit` candidates: the first in id
+ * order, or with `randomize` a random sample of them in random order.
+ */
+export async function flatCandidates(
+  db: Db,
+  state: FlatStatementState,
+  query: CandidatesQuery,
+  { limit, randomize }: { limit: number | undefined; randomize: boolean },
+): Promise<FlatAnswer> {
   // A limit of at least every provider (as PostgreSQL last estimated them) limits nothing: leave it to
-  // the slice below, so the statement is the hashing one rather than the walk in order that stops early
-  // (1,000 nodes, limit=1000: 3.3 -> 2.5 ms). An estimate that lags a growing cloud costs only time.
-  const estimate = providerEstimates.get(db);
-  const sqlLimit = limit !== undefined && estimate !== undefined && estimate >= 0 && limit >= estimate ? undefined : limit;
+  // the slice below, so the statement is the hashing one rather than a walk in order that stops early,
+  // which costs more when it must walk everything anyway. An estimate that lags a growing cloud costs only time.
+  const estimate = state.providerEstimate;
+  // A random sample is drawn from every candidate.
+  const sqlLimit = randomize || (limit !== undefined && estimate !== undefined && estimate >= 0 && limit >= estimate) ? undefined : limit;
   const { groups, params } = query;
   const values: unknown[] = [];
   const p = (v: unknown) => `$${values.push(v)}`;
@@ -157,9 +169,7 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, limit: numb
       SELECT 'c' AS k, id, name::text AS s FROM resource_classes
       UNION ALL SELECT 't', id, name::text FROM traits WHERE name = ANY(${head[0]}::varchar[])
       UNION ALL SELECT 'a', id, uuid::text FROM aggregates WHERE uuid = ANY(${head[1]}::varchar[])
-      UNION ALL (SELECT 'n', id, '' FROM resource_providers WHERE parent_provider_id IS NOT NULL LIMIT 1)
-      UNION ALL (SELECT 's', rpt.resource_provider_id, '' FROM resource_provider_traits rpt
-                 WHERE rpt.trait_id = (SELECT id FROM traits WHERE name = '${SHARING_TRAIT}') LIMIT 1)
+      UNION ALL ${SHAPE_ROWS}
       UNION ALL SELECT 'r', root_provider_id, uuid::text FROM resource_providers WHERE uuid = ANY(${head[2]}::varchar[])
       UNION ALL SELECT 'e', reltuples::int, '' FROM pg_class WHERE oid = 'resource_providers'::regclass
     ), req AS MATERIALIZED (
@@ -183,18 +193,19 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, limit: numb
     (SELECT 'x', a.id, a.key, a.used FROM anchor a ORDER BY a.id)`;
   // One prepared statement per request shape and connection; the name is the text's hash.
   const statement = { name: `ac_flat_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`, text, values, rowMode: "array" as const };
-  const cache = detailsCacheFor(db);
   const answer = async (run: Runner): Promise<FlatAnswer | undefined> => {
     const result = await run.query<unknown[]>(statement);
-    const { names, inTree, classNames, rows, providerEstimate } = readRows(result.rows);
-    if (providerEstimate !== undefined) providerEstimates.set(db, providerEstimate);
+    const { names, classNames, rows, providerEstimate } = readRows(result.rows);
+    if (providerEstimate !== undefined) state.providerEstimate = providerEstimate;
+    if (!isFlat(names)) return { names, anchors: [], classNames };
     // An unknown in_tree provider means no candidates at all, whichever group names it.
-    if (inTreeUuids.some((u) => !inTree.has(u))) rows.length = 0;
+    if (inTreeUuids.some((u) => !names.treeRoots.has(u))) rows.length = 0;
+    if (randomize) shuffle(rows);
     if (limit !== undefined && rows.length > limit) rows.length = limit;
-    const details = await cache.resolve(run, rows);
+    const details = await state.details.resolve(run, rows);
     if (!details) return undefined;
     const anchors = rows.map((r, i) => ({ details: details[i], used: r.used }));
-    return { names, inTree, anchors, classNames };
+    return { names, anchors, classNames };
   };
   const pool = poolOf(db);
   const first = await answer(pool);
@@ -217,8 +228,7 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, limit: numb
 
 /** The statement's rows: names, the providers estimate, and each candidate's id, details key and usage. */
 function readRows(rows: unknown[][]) {
-  const names: NameLookup = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), hasTrees: false, hasSharing: false };
-  const inTree = new Map<string, number>();
+  const names: IdsByName = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), treeRoots: new Map(), hasTrees: false, hasSharing: false };
   const classNames = new Map<number, string>();
   const candidates: Array<{ id: number; key: string; used: Map<number, number> | undefined }> = [];
   let providerEstimate: number | undefined;
@@ -231,12 +241,11 @@ function readRows(rows: unknown[][]) {
     }
     else if (k === "t") names.traits.set(row[2] as string, row[1] as number);
     else if (k === "a") names.aggregates.set(row[2] as string, row[1] as number);
-    else if (k === "r") inTree.set(row[2] as string, row[1] as number);
+    else if (k === "r") names.treeRoots.set(row[2] as string, row[1] as number);
     else if (k === "e") providerEstimate = row[1] as number;
-    else if (k === "n") names.hasTrees = true;
-    else names.hasSharing = true;
+    else readShapeRow(k, names);
   }
-  return { names, inTree, classNames, rows: candidates, providerEstimate };
+  return { names, classNames, rows: candidates, providerEstimate };
 }
 
 /** "classId used classId used ..." (non-zero usage only) as a map. */

@@ -4,12 +4,12 @@
  * conditions on `resource_providers.id`, so the list stays one query.
  */
 import { sql, type SQL } from "drizzle-orm";
-import type { Queryable } from "../../db/database.js";
-import { badRequest } from "../../http/errors.js";
-import type { ProviderListFilters } from "../../query/provider-filters.js";
-import { unique } from "../../query/values.js";
-import { aggregateConditions, capacityCondition, traitConditions } from "./conditions.js";
-import { lookupNames } from "./sql.js";
+import type { Queryable } from "../db/database.js";
+import { badRequest } from "../http/errors.js";
+import type { ProviderListFilters } from "../query/provider-filters.js";
+import { unique } from "../query/values.js";
+import { aggregateConditions, capacityCondition, traitConditions } from "./candidates/conditions.js";
+import { lookupNames } from "./candidates/sql.js";
 
 const RP_ID = sql.raw("resource_providers.id");
 

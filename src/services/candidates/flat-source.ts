@@ -1,8 +1,9 @@
 /**
- * The engine's path for deployments without trees and without sharing
+ * The engine's source for clouds without trees and without sharing
  * providers (every provider is a tree of one, which is most clouds), for the
- * requests flat-sql.ts's single statement does not take (randomize,
- * resourceless groups, isolate of granular groups): every request
+ * requests the one statement of flat-statement.ts does not take (resourceless
+ * groups, isolate of granular groups) and for callers reading inside a
+ * transaction of their own (claims): every request
  * group must then be satisfied by the anchor itself, so the whole filter
  * (capacity for every group's classes, every group's traits and aggregates,
  * root_required, in_tree) is one SQL query over resource_providers in id
@@ -14,7 +15,7 @@ import type { Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
 import type { GroupOption } from "./combine.js";
 import { aggregateConditions, capacityForAll, traitConditions } from "./conditions.js";
-import { loadTrees, type NameLookup, type TreeData } from "./sql.js";
+import { loadTrees, type IdsByName, type TreeData } from "./sql.js";
 
 const RP_ID = sql.raw("rp.id");
 
@@ -29,7 +30,7 @@ export interface FlatPlan {
 type OptionsAt = (anchor: number) => GroupOption[][];
 
 /** The flat plan, or undefined when the request cannot match at all (Placement's early "no candidates"). */
-export function planFlat(tx: Queryable, query: CandidatesQuery, names: NameLookup, treeRoots: Map<string, number>): FlatPlan | undefined {
+export function planFlat(tx: Queryable, query: CandidatesQuery, names: IdsByName, treeRoots: Map<string, number>): FlatPlan | undefined {
   const { groups, params } = query;
   const rc = (name: string) => names.resourceClasses.get(name)!;
   const trait = (name: string) => names.traits.get(name)!;
