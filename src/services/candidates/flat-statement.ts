@@ -78,10 +78,8 @@ export interface FlatAnswer {
 
 /** Whether the one statement can answer this request on a flat cloud (otherwise the engine does). */
 export function statementTakes(query: CandidatesQuery): boolean {
-  const { groups, params } = query;
-  // Resourceless groups, and two granular groups under isolate, are rare: the engine handles them.
-  if (groups.some((g) => g.resources.size === 0)) return false;
-  return !(params.groupPolicy === "isolate" && groups.filter((g) => g.useSameProvider).length > 1);
+  // Resourceless groups are rare: the engine handles them.
+  return !query.groups.some((g) => g.resources.size === 0);
 }
 
 /** Per requested class: smallest amount, sum, gcd (see the header). */
@@ -161,6 +159,8 @@ export async function flatCandidates(
     if (g.inTree) conditions.push(`${ID} = (SELECT id FROM names WHERE k = 'r' AND s = ${p(g.inTree)}::text)`);
   }
   traitFilter(params.rootRequired.map((t) => [t]), params.rootForbidden);
+  // Two granular groups can never be isolated on a tree of one provider: the names are still looked up.
+  if (params.groupPolicy === "isolate" && groups.filter((g) => g.useSameProvider).length > 1) conditions.push("false");
 
   // The names' parameters come first so the text reads in order; the rest were pushed above.
   const head = [p(traitNames), p(aggUuids), p(inTreeUuids)];

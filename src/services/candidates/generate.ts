@@ -7,7 +7,7 @@
  */
 import type { Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
-import { candidateKey, mergeGroups, roundRobin, shuffle, type Candidate, type GroupOption } from "./combine.js";
+import { candidateKey, mergeGroups, roundRobin, shuffle, sortByKey, type Candidate, type GroupOption } from "./combine.js";
 import { loadTrees, type TreeData, type TreeInventory, type TreeProvider } from "./sql.js";
 
 export interface EngineOptions {
@@ -204,7 +204,8 @@ export async function generate(
   const summaries: ProviderSummary[] = [...providers.values()]
     .filter((p) => (excludeNested ? used.has(p.id) : usedRoots.has(p.rootId)))
     .sort((a, b) => a.id - b.id)
-    .map((p) => ({ provider: p, inventories: byProvider.get(p.id) ?? [], traits: traitNames.get(p.id) ?? [] }));
+    // Inventories in class id order, as every path shows them.
+    .map((p) => ({ provider: p, inventories: sortByKey(byProvider.get(p.id) ?? [], (inv) => inv.resourceClassId), traits: traitNames.get(p.id) ?? [] }));
 
   return {
     candidates: out,
