@@ -382,5 +382,5 @@ function print(rows: Row[], peak: number): void {
     lines.push(`| ${r.size} | ${r.shape} | ${r.server} | ${f(r.p50)} | ${f(r.p95)} | ${f(r.p99)} | ${r.candidates} | ${f(r.kb)} | ${ratio} | ${rss} |`);
   }
   lines.push("", `our server's peak RSS (VmHWM, one process): ${peak.toFixed(0)} MB`);
-  process.stdout.write(lines.join("\n") + "\n");
+  process.stdout.write(`${lines.join("\n")}\n`);
 }

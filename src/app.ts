@@ -68,7 +68,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     const headers: Record<string, string> = { ...placementError.headers };
     if (version) {
       headers["openstack-api-version"] = `placement ${version.toString()}`;
-      headers["vary"] = "openstack-api-version";
+      headers.vary = "openstack-api-version";
     }
     // Like Placement (webob), errors follow the Accept header: JSON, HTML or plain text.
     const { contentType, text } = renderError(placementError, c.req.header("accept"), c.get("requestId"), includeCode);

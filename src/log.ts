@@ -13,7 +13,7 @@ export interface Logger {
 export function createLogger(level: LogLevel): Logger {
   const write = (at: Exclude<LogLevel, "silent">) => (msg: string, fields?: Record<string, unknown>) => {
     if (rank[at] < rank[level]) return;
-    process.stderr.write(JSON.stringify({ time: new Date().toISOString(), level: at, pid: process.pid, msg, ...fields }) + "\n");
+    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: at, pid: process.pid, msg, ...fields })}\n`);
   };
   return { debug: write("debug"), info: write("info"), warn: write("warn"), error: write("error") };
 }

@@ -48,7 +48,7 @@ export function corsMiddleware(config: Config): MiddlewareHandler<AppEnv> | unde
         .map((h) => h.trim())
         .filter((h) => h.length > 0);
       if (origin && method && CORS_METHODS.includes(method) && requested.every((h) => allowHeaders.has(h.toLowerCase()))) {
-        headers["vary"] = "Origin";
+        headers.vary = "Origin";
         headers["access-control-allow-origin"] = origin;
         headers["access-control-allow-methods"] = method;
         if (requested.length > 0) headers["access-control-allow-headers"] = requested.join(",");

@@ -28,6 +28,7 @@ import {
 
 // Request bodies, one schema per microversion, each built from the previous one.
 /** PostgreSQL cannot store NUL in text: refusing it here keeps such a name a 400, not a 500. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching NUL is the point.
 const PROVIDER_NAME = z.string().max(200).regex(/^[^\u0000]*$/);
 const POST_PROVIDER = z.strictObject({ name: PROVIDER_NAME, uuid: zUuid().optional() });
 /** 1.14: a provider may be created under a parent. */

@@ -8,7 +8,7 @@ import { alias } from "drizzle-orm/pg-core";
 import type { Queryable, Tx } from "../db/database.js";
 import { sqlState } from "../db/sql-state.js";
 import { allocations, resourceProviders } from "../db/schema.js";
-import { badRequest, conflict, ErrorCode, notFound, PlacementError } from "../http/errors.js";
+import { badRequest, conflict, ErrorCode, notFound, type PlacementError } from "../http/errors.js";
 
 export type ProviderRow = typeof resourceProviders.$inferSelect;
 

@@ -179,7 +179,9 @@ describe.each(["one process", "two processes"])("races (%s)", (mode) => {
       expect((await send("PUT", `/allocations/${i}`, claimBody(source.uuid, { VCPU: 2 }, null, { consumer_type: "INSTANCE" }))).status).toBe(204);
     }
     const generations = { [source.id]: await providerGeneration(t, source.id), [dest.id]: await providerGeneration(t, dest.id) };
-    const touched = (...ids: number[]) => ids.forEach((id) => generations[id]++);
+    const touched = (...ids: number[]) => {
+      for (const id of ids) generations[id]++;
+    };
     const entry = (rp: string | undefined, gen: number | null, type: string) => ({
       allocations: rp ? { [rp]: { resources: { VCPU: 2 } } } : {},
       project_id: PROJECT,

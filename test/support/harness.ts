@@ -70,7 +70,7 @@ export async function startHarness(options: { config?: Partial<Config>; poolSize
     Object.assign(headers, opts.headers);
     const res = await app.request(path, { method, headers, body });
     const text = await res.text();
-    let parsed: unknown = undefined;
+    let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;
     } catch {

@@ -56,7 +56,7 @@ export class ProviderDetailsCache {
       const entry = this.entries.get(w.id);
       return entry?.key === w.key ? entry.details : undefined;
     });
-    const missing = wanted.flatMap((w, i) => (out[i] === undefined ? [i] : []));
+    const missing = wanted.flatMap((_, i) => (out[i] === undefined ? [i] : []));
     if (missing.length > 0) {
       if (this.entries.size + missing.length > MAX_ENTRIES) this.entries.clear();
       const found = await readDetails(run, missing.map((i) => wanted[i].id));

@@ -1,0 +1,106 @@
+/**
+ * Compares the two answers to one request: status, the headers clients act
+ * on, and the body with every number as written. Only what legitimately
+ * differs is normalised: request ids, Last-Modified's value (its presence is
+ * compared), the listening address in Location, and the uuids a server chose
+ * (already turned back into symbols by the caller).
+ */
+import { NumberToken, parseJsonText, type JsonText } from "./json-text.js";
+import type { Response } from "./request.js";
+
+export interface Difference {
+  /** What differs, without the values that vary between occurrences (the grouping key with the label). */
+  aspect: string;
+  reference: string;
+  ours: string;
+}
+
+const COMPARED_HEADERS = ["content-type", "vary", "openstack-api-version", "location", "allow", "cache-control"];
+const REQUEST_ID = /req-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+
+function header(res: Response, name: string): string {
+  const value = res.headers.get(name);
+  if (value === null) return "(none)";
+  return name === "location" ? value.replace(/^https?:\/\/[^/]+/, "") : value;
+}
+
+function withoutRequestIds(value: JsonText): JsonText {
+  if (Array.isArray(value)) return value.map(withoutRequestIds);
+  if (value && typeof value === "object" && !(value instanceof NumberToken)) {
+    return Object.fromEntries(Object.entries(value).filter(([k]) => k !== "request_id").map(([k, v]) => [k, withoutRequestIds(v)]));
+  }
+  return value;
+}
+
+const show = (value: JsonText | undefined): string => (value === undefined ? "(absent)" : JSON.stringify(value));
+
+function diffJson(path: string, a: JsonText | undefined, b: JsonText | undefined, out: Difference[]): void {
+  if (out.length >= 8) return;
+  const kind = (v: JsonText | undefined) =>
+    v === undefined ? "absent" : v === null ? "null" : v instanceof NumberToken ? "number" : Array.isArray(v) ? "array" : typeof v;
+  if (kind(a) !== kind(b)) {
+    out.push({ aspect: `body ${path || "."} kind`, reference: show(a), ours: show(b) });
+    return;
+  }
+  if (Array.isArray(a) && Array.isArray(b)) {
+    if (a.length !== b.length) out.push({ aspect: `body ${path}[] length`, reference: show(a), ours: show(b) });
+    else
+      a.forEach((item, i) => {
+        diffJson(`${path}[]`, item, b[i], out);
+      });
+    return;
+  }
+  if (a instanceof NumberToken && b instanceof NumberToken) {
+    if (a.text !== b.text) out.push({ aspect: `body ${path}${a.text.includes(".") !== b.text.includes(".") ? " number kind" : ""}`, reference: a.text, ours: b.text });
+    return;
+  }
+  if (a && b && typeof a === "object" && typeof b === "object") {
+    const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+    for (const key of keys) {
+      const x = (a as Record<string, JsonText>)[key];
+      const y = (b as Record<string, JsonText>)[key];
+      // A member's name is grouped as such unless it is a uuid or symbol (then it is data).
+      const name = /^[0-9a-f-]{36}$|^⟦/.test(key) ? "{id}" : /^[A-Z][A-Z0-9_]+$/.test(key) ? "{name}" : key;
+      if (x === undefined || y === undefined) out.push({ aspect: `body ${path}.${name} presence`, reference: show(x), ours: show(y) });
+      else diffJson(`${path}.${name}`, x, y, out);
+    }
+    return;
+  }
+  if (a !== b) out.push({ aspect: `body ${path || "."}`, reference: show(a), ours: show(b) });
+}
+
+function parse(text: string): JsonText | undefined {
+  try {
+    return text ? parseJsonText(text) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The differences between two answers (symbolised texts), empty when they agree. */
+export function compare(reference: Response, ours: Response): Difference[] {
+  const out: Difference[] = [];
+  if (reference.status !== ours.status) {
+    out.push({ aspect: `status ${reference.status} vs ${ours.status}`, reference: String(reference.status), ours: String(ours.status) });
+  }
+  for (const name of COMPARED_HEADERS) {
+    const a = header(reference, name);
+    const b = header(ours, name);
+    if (a !== b) out.push({ aspect: `header ${name}: ${a} vs ${b}`, reference: a, ours: b });
+  }
+  const lastModified = (res: Response) => (res.headers.has("last-modified") ? "present" : "absent");
+  if (lastModified(reference) !== lastModified(ours)) {
+    out.push({ aspect: `header last-modified ${lastModified(reference)} vs ${lastModified(ours)}`, reference: lastModified(reference), ours: lastModified(ours) });
+  }
+  if (out.some((d) => d.aspect.startsWith("status"))) return out;
+  const a = parse(reference.text);
+  const b = parse(ours.text);
+  if (a !== undefined && b !== undefined) {
+    diffJson("", withoutRequestIds(a), withoutRequestIds(b), out);
+  } else {
+    const x = reference.text.replace(REQUEST_ID, "req-*");
+    const y = ours.text.replace(REQUEST_ID, "req-*");
+    if (x !== y) out.push({ aspect: "body text", reference: x.slice(0, 400), ours: y.slice(0, 400) });
+  }
+  return out;
+}

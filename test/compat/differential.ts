@@ -1,0 +1,117 @@
+/**
+ * One seed's run: every step of the workload goes to both servers, then the
+ * re-reads of what it touched; every answer pair is compared.
+ */
+import { compare, type Difference } from "./compare.js";
+import { knownBug } from "./exceptions.js";
+import type { Exchange, Step } from "./model.js";
+import { applyRefresh, refreshRequest, type RefreshKind } from "./refresh.js";
+import { send, SideState, type Request, type Response } from "./request.js";
+import { Workload } from "./workload.js";
+
+export interface Finding {
+  cause: string;
+  seed: number;
+  step: number;
+  exchange: Exchange;
+  differences: Difference[];
+  /** The docs/placement-bugs.md anchor when this is a documented reference bug. */
+  knownBug?: string;
+}
+
+export interface SeedResult {
+  seed: number;
+  steps: number;
+  requests: number;
+  findings: Finding[];
+}
+
+const SWEEP_EVERY = 50;
+
+export async function runSeed(seed: number, steps: number, urls: { reference: string; ours: string }): Promise<SeedResult> {
+  const sides = [new SideState("reference"), new SideState("ours")] as const;
+  const baseUrls = [urls.reference, urls.ours];
+  const generatedUuid = (sym: string, ...answers: Response[]) => {
+    answers.forEach((res, i) => {
+      if (res.status >= 300) return;
+      const fromLocation = /\/resource_providers\/([0-9a-f-]{36})/.exec(res.headers.get("location") ?? "")?.[1];
+      const fromBody = res.text ? (/"uuid": ?"([0-9a-f-]{36})"/.exec(res.text)?.[1] ?? undefined) : undefined;
+      const uuid = fromLocation ?? fromBody;
+      if (uuid) sides[i].uuids.set(sym, uuid);
+    });
+  };
+  const workload = new Workload(seed, generatedUuid);
+  const model = workload.model;
+  const findings: Finding[] = [];
+  let requests = 0;
+  let step = 0;
+
+  /** Sends one request to both sides; returns the answers with their symbolised texts and whether they agreed. */
+  const exchange = async (label: string, template: Request, global = false, beforeCompare?: Step["after"]) => {
+    const rendered = sides.map((side) => side.render(template));
+    const answers = await Promise.all(rendered.map((req, i) => send(baseUrls[i], req)));
+    requests += 2;
+    beforeCompare?.(answers[0], answers[1]);
+    const texts = answers.map((res, i) => sides[i].symbolise(res.text));
+    const symbolised = answers.map((res, i) => {
+      const headers = new Headers(res.headers);
+      const location = headers.get("location");
+      if (location) headers.set("location", sides[i].symbolise(location, (sym) => `{${sym}}`));
+      return { ...res, headers, text: texts[i] };
+    });
+    const record: Exchange = { label, request: { ...rendered[0], path: template.path }, reference: symbolised[0], ours: symbolised[1] };
+    const differences = compare(symbolised[0], symbolised[1]);
+    if (differences.length) {
+      const bug = knownBug(record, differences);
+      const prefix = global && model.diverged && !bug ? "(after an earlier divergence) " : "";
+      for (const d of differences) {
+        findings.push({ cause: `${prefix}${label} | ${d.aspect}`, seed, step, exchange: record, differences, knownBug: bug?.anchor });
+      }
+    }
+    return { answers, texts, agreed: differences.length === 0 };
+  };
+
+  const refresh = async (kind: RefreshKind, sym: string): Promise<boolean> => {
+    const { label, request } = refreshRequest(kind, sym);
+    const { answers, texts, agreed } = await exchange(label, request);
+    if (agreed) applyRefresh(kind, sym, model, sides.map((side, i) => [side, answers[i], texts[i]] as [SideState, Response, string]));
+    return agreed;
+  };
+
+  const runStep = async (s: Step) => {
+    const { agreed } = await exchange(s.label, s.request, s.global, s.after);
+    for (const cleanup of s.cleanup ?? []) await Promise.all(sides.map((side, i) => send(baseUrls[i], side.render(cleanup))));
+    let consistent = agreed || !!s.cleanup;
+    const touched: Array<[RefreshKind, string[] | undefined]> = [
+      ["providers", s.touches?.providers],
+      ["inventories", s.touches?.inventories],
+      ["traits", s.touches?.traits],
+      ["aggregates", s.touches?.aggregates],
+      ["consumers", s.touches?.consumers],
+    ];
+    const results: Array<[RefreshKind, string, boolean]> = [];
+    for (const [kind, syms] of touched) for (const sym of syms ?? []) results.push([kind, sym, await refresh(kind, sym)]);
+    if (!consistent || results.some(([, , ok]) => !ok)) {
+      consistent = false;
+      for (const [kind, sym] of results) (kind === "consumers" ? model.taintConsumer(sym) : model.taintProvider(sym));
+    }
+    return consistent;
+  };
+
+  /** Every provider's generation, compared and resynchronised: catches a bump on a provider no step re-read. */
+  const sweep = async () => {
+    const { answers, texts, agreed } = await exchange("sweep GET /resource_providers", { method: "GET", path: "/resource_providers", headers: refreshRequest("providers", "").request.headers }, true);
+    if (answers.some((a) => a.status !== 200)) return;
+    sides.forEach((side, i) => {
+      for (const p of JSON.parse(texts[i]).resource_providers) side.providerGenerations.set(p.uuid.replace(/^⟦u:(.*)⟧$/, "$1"), p.generation);
+    });
+    if (!agreed) model.diverged = true;
+  };
+
+  for (step = 1; step <= steps; step++) {
+    for (const s of workload.next()) await runStep(s);
+    if (step % SWEEP_EVERY === 0) await sweep();
+  }
+  await sweep();
+  return { seed, steps, requests, findings };
+}

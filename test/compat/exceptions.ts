@@ -1,0 +1,61 @@
+/**
+ * The documented exceptions: differences where the reference is wrong and we
+ * are deliberately right. Each names its entry in docs/placement-bugs.md (the
+ * heading's anchor); a test checks that the two lists are the same.
+ */
+import type { Difference } from "./compare.js";
+import type { Exchange } from "./model.js";
+
+export interface KnownBug {
+  /** The anchor of the entry's heading in docs/placement-bugs.md. */
+  anchor: string;
+  matches(exchange: Exchange, differences: Difference[]): boolean;
+}
+
+const versionOf = (exchange: Exchange): number => {
+  const header = exchange.request.headers["openstack-api-version"] ?? "";
+  if (header === "placement latest") return 39;
+  const match = /^placement 1\.(\d+)$/.exec(header);
+  return match ? Number(match[1]) : 0;
+};
+
+const path = (exchange: Exchange) => exchange.request.path;
+
+export const KNOWN_BUGS: KnownBug[] = [
+  {
+    anchor: "get-usages-at-138-answers-500-on-postgresql",
+    matches: (e) => path(e).startsWith("/usages?") && versionOf(e) >= 38 && e.reference.status === 500 && e.ours.status === 200,
+  },
+  {
+    anchor: "nested-forbidden-trait-candidates-answer-500",
+    matches: (e) =>
+      path(e).startsWith("/allocation_candidates?") &&
+      /(required|root_required)[0-9_A-Z]*=[^&]*(!|%21)/.test(decodeURIComponent(path(e))) &&
+      e.reference.status === 500 &&
+      e.ours.status === 200,
+  },
+  {
+    anchor: "a-400-for-an-unknown-provider-leaves-a-phantom-consumer",
+    matches: (e) => e.label.includes("retry after unknown provider") && e.reference.status === 409 && e.ours.status === 204,
+  },
+  {
+    anchor: "sharing-provider-with-granular-groups-drops-a-candidate",
+    matches: (e, differences) => {
+      if (!path(e).startsWith("/allocation_candidates?") || !/resources\d/.test(path(e))) return false;
+      if (e.reference.status !== 200 || e.ours.status !== 200) return false;
+      // Everything the reference answers, we answer too; we only have more.
+      const ref = JSON.parse(e.reference.text) as { allocation_requests: unknown[] };
+      const ours = JSON.parse(e.ours.text) as { allocation_requests: unknown[] };
+      const mine = new Set(ours.allocation_requests.map((a) => JSON.stringify(a)));
+      return (
+        ours.allocation_requests.length > ref.allocation_requests.length &&
+        ref.allocation_requests.every((a) => mine.has(JSON.stringify(a))) &&
+        differences.every((d) => d.aspect.startsWith("body"))
+      );
+    },
+  },
+];
+
+export function knownBug(exchange: Exchange, differences: Difference[]): KnownBug | undefined {
+  return KNOWN_BUGS.find((bug) => bug.matches(exchange, differences));
+}
