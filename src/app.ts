@@ -4,7 +4,8 @@
  */
 import { Hono } from "hono";
 import type { AppDeps, AppEnv, RouteDeps } from "./http/context.js";
-import { badInputFromDatabase, conflictFromDatabase, PlacementError, renderError, unavailableFromDatabase } from "./http/errors.js";
+import { PlacementError, renderError } from "./http/errors.js";
+import { placementErrorFor } from "./http/error-table.js";
 import { authMiddleware, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
 import { createPolicyEnforcer } from "./auth/policy.js";
 import { rootRoutes } from "./routes/root.js";
@@ -22,7 +23,11 @@ import { CandidatesService } from "./services/candidates/service.js";
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const policy = createPolicyEnforcer(deps.config);
-  const routeDeps: RouteDeps = { ...deps, services: { candidates: new CandidatesService(deps.db, deps.config, deps.candidates) } };
+  const routeDeps: RouteDeps = {
+    ...deps,
+    store: { db: deps.db, allocationRetries: deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT },
+    services: { candidates: new CandidatesService(deps.db, deps.config, deps.candidates) },
+  };
 
   app.use(requestId);
   const cors = corsMiddleware(deps.config);
@@ -56,13 +61,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   });
 
   app.onError((err, c) => {
-    const placementError =
-      err instanceof PlacementError
-        ? err
-        : (badInputFromDatabase(err) ??
-          unavailableFromDatabase(err) ??
-          conflictFromDatabase(err) ??
-          internalError(err, deps, c.get("requestId"), c.req.method, c.req.path));
+    const placementError = placementErrorFor(err) ?? internalError(err, deps, c.get("requestId"), c.req.method, c.req.path);
     const version = c.get("microversion");
     const includeCode = version ? version.atLeast("1.23") : false;
     const headers: Record<string, string> = { ...placementError.headers };

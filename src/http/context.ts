@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import type { Config } from "../config.js";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
+import type { Store } from "../services/store.js";
 import type { Identity } from "../auth/identity.js";
 import type { PolicyEnforcer } from "../auth/policy.js";
 import type { CandidatesService, CandidatesServiceOptions } from "../services/candidates/service.js";
@@ -21,8 +22,9 @@ export interface AppServices {
   candidates: CandidatesService;
 }
 
-/** What route modules are built from: the app's inputs and its services. */
+/** What route factories are given: the app's inputs plus what createApp builds from them once. */
 export interface RouteDeps extends AppDeps {
+  store: Store;
   services: AppServices;
 }
 
