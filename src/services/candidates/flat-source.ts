@@ -14,10 +14,11 @@ import { and, sql, type SQL } from "drizzle-orm";
 import type { Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
 import type { GroupOption } from "./combine.js";
+import { inTreeSql, rootTraitExpression } from "../rules/trees.js";
 import { aggregateConditions, capacityForAll, traitConditions } from "./conditions.js";
 import { loadTrees, type IdsByName, type TreeData } from "./sql.js";
 
-const RP_ID = sql.raw("rp.id");
+const RP_ID = "rp.id";
 
 export interface FlatPlan {
   /** Matching providers after `afterId`, in id order, at most `count` (all when undefined), with their trees loaded. */
@@ -44,13 +45,14 @@ export function planFlat(tx: Queryable, query: CandidatesQuery, names: IdsByName
   for (const g of groups) {
     if (g.resources.size === 0 && g.traits.required.length === 0 && g.aggregates.memberOf.length === 0) return undefined;
     for (const [name, amount] of g.resources) requests.push({ resourceClassId: rc(name), amount });
-    conditions.push(...traitConditions(RP_ID, g.traits.required.map((l) => l.map(trait)), [...g.traits.forbidden].map(trait)));
-    conditions.push(...aggregateConditions(RP_ID, g.aggregates.memberOf.map(aggs), aggs(g.aggregates.forbidden)));
+    conditions.push(...traitConditions(RP_ID, { anyOf: g.traits.required.map((l) => l.map(trait)), forbidden: [...g.traits.forbidden].map(trait) }));
+    conditions.push(...aggregateConditions(RP_ID, { anyOf: g.aggregates.memberOf.map(aggs), forbidden: aggs(g.aggregates.forbidden) }));
     const root = treeRoots.get(g.suffix);
     // As Placement, in_tree narrows only groups that ask for resources.
-    if (root !== undefined && g.resources.size > 0) conditions.push(sql`rp.id = ${root}`);
+    if (root !== undefined && g.resources.size > 0) conditions.push(sql.raw(inTreeSql(RP_ID, String(root))));
   }
-  conditions.push(...traitConditions(RP_ID, params.rootRequired.map((t) => [trait(t)]), params.rootForbidden.map(trait)));
+  // A flat provider is its own root.
+  conditions.push(...traitConditions(RP_ID, rootTraitExpression(params.rootRequired.map(trait), params.rootForbidden.map(trait))));
   if (requests.length > 0) conditions.push(capacityForAll(RP_ID, requests));
   // Each group's single option at an anchor: the anchor itself. Amounts of one class asked by several
   // groups add up on the one provider; the merge checks the sum.

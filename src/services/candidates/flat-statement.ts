@@ -56,6 +56,9 @@ import type pg from "pg";
 import type { Db } from "../../db/database.js";
 import type { CandidatesQuery, RequestGroup } from "../../query/request-groups.js";
 import { unique } from "../../query/values.js";
+import { canTakeSql } from "../rules/capacity.js";
+import { amongMembersSql, expressionSql } from "../rules/memberships.js";
+import { inTreeSql, rootTraitExpression } from "../rules/trees.js";
 import { shuffle } from "./combine.js";
 import { isFlat, readShapeRow, SHAPE_ROWS, SHARING_TRAIT } from "./cloud-shape.js";
 import { DETAILS_KEY_SQL, type ProviderDetails, type ProviderDetailsCache, type Runner } from "./provider-details.js";
@@ -134,8 +137,6 @@ export async function flatCandidates(
   const p = (v: unknown) => `$${values.push(v)}`;
   const ids = (kind: "t" | "a", names: Iterable<string>) => `ARRAY(SELECT id FROM names WHERE k = '${kind}' AND s = ANY(${p([...names])}::text[]))`;
   const ID = "inv.resource_provider_id";
-  const has = (table: "resource_provider_traits" | "resource_provider_aggregates", column: string, list: string) =>
-    `EXISTS (SELECT 1 FROM ${table} m WHERE m.resource_provider_id = ${ID} AND m.${column} = ANY(${list}))`;
 
   const traitNames = unique([...params.rootRequired, ...params.rootForbidden, ...groups.flatMap((g) => [...g.traits.required.flat(), ...g.traits.forbidden]), SHARING_TRAIT]);
   const aggUuids = unique(groups.flatMap((g) => [...g.aggregates.memberOf.flat(), ...g.aggregates.forbidden]));
@@ -143,22 +144,19 @@ export async function flatCandidates(
   const requests = classRequests(groups);
 
   const conditions: string[] = [];
-  const traitFilter = (required: string[][], forbidden: Iterable<string>) => {
-    for (const anyOf of required) conditions.push(has("resource_provider_traits", "trait_id", ids("t", anyOf)));
-    const f = [...forbidden];
-    if (f.length > 0) conditions.push(`NOT ${has("resource_provider_traits", "trait_id", ids("t", f))}`);
-  };
+  // Names are looked up by the statement itself (ids), so each list is an ARRAY over the names rows.
+  const traitFilter = (anyOf: string[][], forbidden: Iterable<string>) =>
+    conditions.push(...expressionSql("traits", ID, { anyOf, forbidden: [...forbidden] }, (list) => ids("t", list)));
   for (const g of groups) {
     traitFilter(g.traits.required, g.traits.forbidden);
-    // As an array of member ids, not a semi-join: the generic plan then starts from the members by index.
-    for (const anyOf of g.aggregates.memberOf) {
-      conditions.push(`${ID} = ANY(ARRAY(SELECT m.resource_provider_id FROM resource_provider_aggregates m WHERE m.aggregate_id = ANY(${ids("a", anyOf)})))`);
-    }
-    if (g.aggregates.forbidden.size > 0) conditions.push(`NOT ${has("resource_provider_aggregates", "aggregate_id", ids("a", g.aggregates.forbidden))}`);
+    for (const anyOf of g.aggregates.memberOf) conditions.push(amongMembersSql("aggregates", ID, ids("a", anyOf)));
+    conditions.push(...expressionSql("aggregates", ID, { anyOf: [], forbidden: [...g.aggregates.forbidden] }, (list) => ids("a", list)));
     // A flat provider is its own root.
-    if (g.inTree) conditions.push(`${ID} = (SELECT id FROM names WHERE k = 'r' AND s = ${p(g.inTree)}::text)`);
+    if (g.inTree) conditions.push(inTreeSql(ID, `(SELECT id FROM names WHERE k = 'r' AND s = ${p(g.inTree)}::text)`));
   }
-  traitFilter(params.rootRequired.map((t) => [t]), params.rootForbidden);
+  // A flat provider is its own root.
+  const root = rootTraitExpression(params.rootRequired, params.rootForbidden);
+  traitFilter(root.anyOf, root.forbidden);
   // Two granular groups can never be isolated on a tree of one provider: the names are still looked up.
   if (params.groupPolicy === "isolate" && groups.filter((g) => g.useSameProvider).length > 1) conditions.push("false");
 
@@ -184,8 +182,7 @@ export async function flatCandidates(
       WHERE NOT EXISTS (SELECT 1 FROM names WHERE k IN ('n', 's'))
         ${conditions.map((c) => `AND ${c}`).join("\n        ")}
       GROUP BY ${ID}
-      HAVING count(*) FILTER (WHERE inv.min_unit <= r.lo AND inv.max_unit >= r.total AND r.g % inv.step_size = 0
-                                AND inv.used + r.total <= (inv.total - inv.reserved) * inv.allocation_ratio) >= ${p(requests.size)}::int
+      HAVING count(*) FILTER (WHERE ${canTakeSql("inv", { smallest: "r.lo", sum: "r.total", gcd: "r.g" })}) >= ${p(requests.size)}::int
       ORDER BY ${ID}${sqlLimit === undefined ? "" : ` LIMIT ${p(sqlLimit)}::bigint`}
     )
     SELECT k, id, s, NULL AS used FROM names

@@ -15,8 +15,10 @@ import { unique } from "../../query/values.js";
 import { SHARING_TRAIT } from "./cloud-shape.js";
 import { sortByKey, spreadOptions, type GroupOption, type ResourceRequest } from "./combine.js";
 import type { AnchorSource } from "./generate.js";
+import { canTake } from "../rules/capacity.js";
+import { allows, isEmptyExpression } from "../rules/memberships.js";
+import { inTree, rootTraitExpression } from "../rules/trees.js";
 import {
-  canTake,
   loadTrees,
   memberships,
   nextRoots,
@@ -76,7 +78,7 @@ function withCapacity(requests: CapacityRequest[], scope: Scope): Array<Array<[n
     const out: Array<[number, number]> = [];
     for (const inv of byClass.get(r.resourceClassId) ?? []) {
       const root = scope.rootOf.get(inv.providerId)!;
-      if (canTake(inv, r.amount) && (r.treeRootId === undefined || root === r.treeRootId)) out.push([inv.providerId, root]);
+      if (canTake(inv, r.amount) && inTree(root, r.treeRootId)) out.push([inv.providerId, root]);
     }
     return sortByKey(out, (pair) => pair[0]);
   });
@@ -125,13 +127,9 @@ async function plan(
   const { traitsOf, aggsOf, isSharing } = members;
   const anySharing = members.sharing.length > 0;
 
-  const rootReq = params.rootRequired.map((t) => tIds.get(t)!);
-  const rootForb = params.rootForbidden.map((t) => tIds.get(t)!);
-  const anchorOk = (root: number): boolean => {
-    if (rootReq.length === 0 && rootForb.length === 0) return true;
-    const ts = traitsOf.get(root);
-    return rootReq.every((t) => ts?.has(t)) && !rootForb.some((t) => ts?.has(t));
-  };
+  // root_required / root_forbidden: a trait expression on each anchor's root.
+  const rootExpr = rootTraitExpression(params.rootRequired.map((t) => tIds.get(t)!), params.rootForbidden.map((t) => tIds.get(t)!));
+  const anchorOk = (root: number): boolean => isEmptyExpression(rootExpr) || allows(traitsOf.get(root), rootExpr);
 
   const requests = groups.flatMap((g) =>
     [...g.resources].map(([rc, amount]) => ({ group: g, resourceClassId: rcIds.get(rc)!, amount, treeRootId: treeRoot.get(g.suffix) })),
@@ -153,14 +151,9 @@ async function plan(
     const forbiddenAggs = [...g.aggregates.forbidden].map((u) => aggIds.get(u)).filter((a): a is number => a !== undefined);
     const required = g.traits.required.map((l) => l.map((t) => tIds.get(t)!));
     const forbidden = new Set([...g.traits.forbidden].map((t) => tIds.get(t)!));
-    const inAggs = (rp: number) => memberOf.every((l) => l.some((a) => aggsOf.get(rp)?.has(a)));
-    const badAggs = (rp: number) => forbiddenAggs.some((a) => aggsOf.get(rp)?.has(a));
-    const hasRequired = (rp: number) => required.every((l) => l.some((t) => traitsOf.get(rp)?.has(t)));
-    const hasForbidden = (rp: number) => {
-      const ts = traitsOf.get(rp);
-      if (ts) for (const t of forbidden) if (ts.has(t)) return true;
-      return false;
-    };
+    const traitExpr = { anyOf: required, forbidden: [...forbidden] };
+    const inAggs = (rp: number) => allows(aggsOf.get(rp), { anyOf: memberOf, forbidden: [] });
+    const badAggs = (rp: number) => !allows(aggsOf.get(rp), { anyOf: [], forbidden: forbiddenAggs });
     const unfiltered = memberOf.length === 0 && forbiddenAggs.length === 0 && required.length === 0 && forbidden.size === 0;
     return {
       memberOf,
@@ -169,7 +162,7 @@ async function plan(
       inAggs,
       badAggs,
       /** The provider alone meets the group's trait and aggregate filters (most groups have none). */
-      passes: (rp: number) => unfiltered || (hasRequired(rp) && inAggs(rp) && !badAggs(rp) && !hasForbidden(rp)),
+      passes: (rp: number) => unfiltered || (allows(traitsOf.get(rp), traitExpr) && inAggs(rp) && !badAggs(rp)),
     };
   };
 

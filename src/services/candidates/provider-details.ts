@@ -19,6 +19,7 @@
  * Usage is never kept: it changes with every claim and every DELETE.
  */
 import type pg from "pg";
+import { capacitySql } from "../rules/capacity.js";
 
 export interface ProviderDetails {
   uuid: string;
@@ -81,8 +82,7 @@ async function readDetails(run: Runner, ids: number[]): Promise<Map<number, { ke
            FROM resource_providers rp
            CROSS JOIN LATERAL (
              SELECT ${DETAILS_KEY_SQL("i")} AS key,
-                    string_agg(i.resource_class_id || ' ' || floor((i.total - i.reserved) * i.allocation_ratio)::bigint, ' '
-                               ORDER BY i.resource_class_id) AS capacities
+                    string_agg(i.resource_class_id || ' ' || ${capacitySql("i")}, ' ' ORDER BY i.resource_class_id) AS capacities
              FROM inventories i WHERE i.resource_provider_id = rp.id) inv
            WHERE rp.id = ANY($1::int[])`,
     values: [ids],

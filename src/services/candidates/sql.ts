@@ -35,6 +35,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { Queryable } from "../../db/database.js";
+import { capacityOf } from "../rules/capacity.js";
 import { readShapeRow, SHAPE_ROWS, type CloudShape } from "./cloud-shape.js";
 
 async function rows<T>(tx: Queryable, query: ReturnType<typeof sql>): Promise<T[]> {
@@ -168,10 +169,6 @@ export interface TreeInventory {
   stepSize: number;
 }
 
-/** Whether `inv` can take `amount` more: Placement's capacity, min_unit, max_unit and step_size checks. */
-export const canTake = (inv: TreeInventory, amount: number): boolean =>
-  inv.used + amount <= inv.capacity && amount >= inv.minUnit && amount <= inv.maxUnit && amount % inv.stepSize === 0;
-
 export interface TreeData {
   /** In id order. */
   providers: TreeProvider[];
@@ -231,8 +228,8 @@ export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeD
       providerId,
       resourceClassId,
       resourceClass: classNames.get(resourceClassId)!,
-      // Placement's capacity: int((total - reserved) * allocation_ratio); float8 text is exact.
-      capacity: Math.floor((total - reserved) * Number(i.word())),
+      // float8 text is exact.
+      capacity: capacityOf({ total, reserved, allocationRatio: Number(i.word()) }),
       used: i.int(),
       minUnit: i.int(),
       maxUnit: i.int(),
