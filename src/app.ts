@@ -18,6 +18,7 @@ import { allocationRoutes } from "./routes/allocations.js";
 import { usageRoutes } from "./routes/usages.js";
 import { reshaperRoutes } from "./routes/reshaper.js";
 import { allocationCandidateRoutes } from "./routes/allocation-candidates.js";
+import { claimRoutes } from "./routes/claims.js";
 import { CandidatesService } from "./services/candidates/service.js";
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
@@ -52,6 +53,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     usageRoutes,
     reshaperRoutes,
     allocationCandidateRoutes,
+    claimRoutes,
   ]) {
     app.route("/", routes(routeDeps));
   }

@@ -246,6 +246,27 @@ const ROWS: Rows = {
   },
 
   AllocationsNotFound: ({ consumer }) => ({ status: 404, detail: `No allocations for consumer '${consumer}'` }),
+
+  // The extension's own refusal (POST /claims); no Placement wording to match.
+  ClaimRefused: ({ refusal }) => {
+    switch (refusal.reason) {
+      case "no candidates":
+        return { status: 409, detail: "Unable to claim: no allocation candidates match the request." };
+      case "no fit":
+        return { status: 409, detail: `Unable to claim: none of the ${refusal.considered} allocation candidates had the capacity when checked under lock.` };
+      case "partial":
+        return {
+          status: 409,
+          detail: `Unable to claim: only ${refusal.placed} of ${refusal.wanted} consumers fit, and all_or_nothing is set; nothing was claimed.`,
+        };
+      case "busy":
+        return {
+          status: 409,
+          detail: "Unable to claim: the candidates that fit stayed busy with concurrent writes. Please retry.",
+          code: ErrorCode.CONCURRENT_UPDATE,
+        };
+    }
+  },
 };
 
 /** The answer for a domain error. */

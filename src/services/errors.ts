@@ -268,6 +268,23 @@ export class AllocationsNotFound extends DomainError {
   }
 }
 
+/** Why POST /claims (an extension) claimed nothing. */
+export type ClaimRefusal =
+  | { reason: "no candidates" }
+  /** Candidates were found, and none fitted when checked under its providers' locks. */
+  | { reason: "no fit"; considered: number }
+  /** all_or_nothing, and only `placed` of `wanted` consumers fitted. */
+  | { reason: "partial"; placed: number; wanted: number }
+  /** Candidates that fitted stayed locked by other writers through every retry. */
+  | { reason: "busy" };
+
+export class ClaimRefused extends DomainError {
+  readonly kind = "ClaimRefused";
+  constructor(readonly refusal: ClaimRefusal) {
+    super(`claim refused (${refusal.reason})`);
+  }
+}
+
 /** Every domain error, for the error table (which needs a row for each). */
 export type AnyDomainError =
   | ProviderNotFound
@@ -290,7 +307,8 @@ export type AnyDomainError =
   | InventoryNotFound
   | InvalidInventory
   | CapacityExceeded
-  | AllocationsNotFound;
+  | AllocationsNotFound
+  | ClaimRefused;
 
 /**
  * The domain error a database failure stands for (see SQLSTATE_MEANINGS),

@@ -23,7 +23,8 @@
  *             strategy?: "depth-first" | "breadth-first" })
  *     : Promise<PreferredCandidate[]>
  * or service.inPreferenceOrder(tx, query, { nestedAware }) with the app's
- * configured cap and strategy. Preference order is the order GET
+ * configured cap and strategy; candidatesWithSummaries(tx, query, EngineOptions)
+ * gives the engine's whole result (candidates and provider summaries). Preference order is the order GET
  * /allocation_candidates answers in without randomize (trees in id order,
  * depth-first); `query.params.limit` stops the search early. Unknown names
  * throw the same 400 errors as the GET. Every read goes through `tx`, so the
@@ -34,7 +35,7 @@ import type { Db, Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
 import { isFlat, ShapeHint } from "./cloud-shape.js";
 import type { Candidate } from "./combine.js";
-import { checkNames, findCandidates, type EnginePath } from "./engine.js";
+import { checkNames, findCandidates, type EngineOptions, type EnginePath } from "./engine.js";
 import { flatCandidates, statementTakes, type FlatAnswer, type FlatStatementState } from "./flat-statement.js";
 import type { CandidatesResult, NamesById } from "./generate.js";
 import { ProviderDetailsCache } from "./provider-details.js";
@@ -137,6 +138,15 @@ export class CandidatesService {
     const cap = Math.min(query.params.limit ?? Infinity, max > 0 ? max : Infinity);
     return Number.isFinite(cap) ? cap : undefined;
   }
+}
+
+/**
+ * The engine's whole answer to `query` through the caller's `tx`: the
+ * candidates in preference order (unless `opts.onCandidate` takes them) and
+ * the summaries of the providers they use (POST /claims weighs them).
+ */
+export async function candidatesWithSummaries(tx: Queryable, query: CandidatesQuery, opts: EngineOptions): Promise<CandidatesResult> {
+  return (await findCandidates(tx, query, opts)).result;
 }
 
 /** The candidates of `query` in preference order, every read through the caller's `tx` (see the header). */
