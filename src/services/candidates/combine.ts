@@ -258,8 +258,8 @@ export function* roundRobin<T>(sources: Iterable<Iterator<T>>): Generator<T> {
  * or already in order. Array.prototype.sort copies into a scratch array on
  * every call: over the many 1-to-5-element lists a request sorts (each
  * option's providers, each class's providers per tree) that was the largest
- * source of garbage after the candidates themselves (heap sampling, 1,000
- * nested trees: 6 of 38 MB per request), and garbage here is time in GC.
+ * source of garbage after the candidates themselves (heap sampling), and
+ * garbage here is time in GC.
  */
 export function sortByKey<T>(items: T[], key: (item: T) => number): T[] {
   let sorted = true;

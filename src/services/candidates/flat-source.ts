@@ -69,7 +69,7 @@ export function planFlat(tx: Queryable, query: CandidatesQuery, names: IdsByName
     next: async (afterId, count) => {
       const limit = count === undefined ? sql`` : sql`LIMIT ${count}`;
       // Two statements, not one: folded into a single CTE the planner misjudges the anchors as one row
-      // and both plans and runs the tree load slower than the two round trips (measured).
+      // and both plans and runs the tree load slower than the two round trips cost.
       const result = await tx.execute(
         sql`SELECT rp.id FROM resource_providers rp WHERE ${and(sql`rp.id > ${afterId}`, ...conditions)} ORDER BY rp.id ${limit}`,
       );

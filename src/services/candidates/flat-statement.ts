@@ -1,51 +1,43 @@
 /**
- * The flat fast path: name lookup, the "is this deployment flat?" check, the
- * filter and each matching provider's usage in one statement, with no
- * transaction around it (one statement is one snapshot). Each candidate's
- * uuid, capacities and traits come from provider-details.ts, which reads them
- * only for providers it has not seen at their current generation. It runs as
- * a named (prepared) statement, so PostgreSQL plans each request shape once
- * per connection and then keeps a generic plan.
+ * The one-statement plan for flat clouds: name lookup, the "is this cloud
+ * flat?" check (cloud-shape.ts), the filter and each matching provider's
+ * usage in one statement, with no transaction around it (one statement is
+ * one snapshot). Each candidate's uuid, capacities and traits come from
+ * provider-details.ts, which reads them only for providers it has not seen
+ * at their current version. It runs as a named (prepared) statement, so
+ * PostgreSQL plans each request shape once per connection and then keeps a
+ * generic plan instead of planning at every request.
  *
- * Why it is fast (1,000 flat compute nodes, 2 cores, PostgreSQL 15; the
- * statement as the client sees it, p50; before this shape it also rendered
- * capacities and traits and summed allocations: plain 4.4 -> 2.5 ms, required
- * and forbidden traits 3.1 -> 1.5 ms, member_of 2.8 -> 0.5 ms):
+ * Why this shape:
  * - Capacity is one aggregation over `inventories` per provider, counting the
  *   requested classes that fit (`count(*) FILTER (...) >= n`), instead of a
  *   correlated check per provider and class. Usage is the row's own `used`
  *   column (kept by triggers on allocations), so no allocation is read: the
  *   cost does not grow with the number of allocations. The requested classes
- *   are a three-row CTE hash-joined to each inventory row.
+ *   are a small CTE hash-joined to each inventory row.
  * - Usage travels only where it is not zero ("classId used ..."), since it is
- *   the one part of a summary that changes without a generation bump.
+ *   the one part of a summary that changes without a version bump.
  * - Several groups asking for one class on the one provider are checked as
- *   Placement's merge does, in the same pass: per class the smallest amount
- *   against min_unit, their sum against max_unit and capacity, and their gcd
- *   against step_size (each amount is a multiple of step_size iff the gcd is).
+ *   Placement's merge does, in the same pass (rules/capacity.ts canTakeSql):
+ *   per class the smallest amount against min_unit, their sum against
+ *   max_unit and capacity, and their gcd against step_size.
  * - member_of is a condition `id = ANY(ARRAY(members))`, not a semi-join: the
  *   generic plan then reads the members' inventories by index instead of
- *   every inventory (10,000 nodes, member_of of 500: 9.6 -> 3.9 ms; a plan
- *   made per request, as before, cost 0.5-0.8 ms of planning at every
- *   request). Traits stay semi-joins: they usually match half the cloud, where
- *   the hash join is cheaper than 500 index probes (measured both ways).
+ *   every inventory. Traits stay semi-joins: they usually match half the
+ *   cloud, where a hash join is cheaper than an index probe per member.
  * - Each candidate's details key (provider-details.ts) is an aggregate of the
- *   same inventory rows, so no row of resource_providers is read (0.25 ms
- *   of join and 0.2 ms of timestamp formatting less than a key kept there).
- * - With a LIMIT the aggregation walks providers in order and stops early
- *   (10,000 nodes, limit=1000: 4.8 ms). Without one the text has no LIMIT
- *   clause at all, so it is another prepared statement: bound to NULL, a
- *   LIMIT parameter still made the generic plan walk in order through merge
- *   joins (traits: 2.3 ms, against 1.5 ms hashing).
- * The generic plan (EXPLAIN ANALYZE EXECUTE, plain request without limit, 1,000 nodes):
- *   Append
- *     -> CTE Scan on names        (classes, the asked-for names, 'n' and 's' by index)
- *     -> GroupAggregate (Group Key: inv.resource_provider_id, Filter: count(*) FILTER (...) >= 3)
- *          -> Sort -> Result (One-Time Filter: NOT (some provider has a parent or shares))
- *               -> Hash Left Join (CTE req) -> Seq Scan on inventories
- *   (with trait filters, a HashAggregate over hash semi and anti joins)
- *   Trait and aggregate filters join under the HashAggregate, so filtered-out
- *   providers are never aggregated.
+ *   same inventory rows, so no row of resource_providers is read.
+ * - With a LIMIT the aggregation walks providers in order and stops early.
+ *   Without one the text has no LIMIT clause at all, so it is another
+ *   prepared statement: bound to NULL, a LIMIT parameter still made the
+ *   generic plan walk in order through merge joins rather than hash. A limit
+ *   at least the number of providers (PostgreSQL's estimate) is left to a
+ *   slice for the same reason.
+ * The generic plan is an Append of the names CTE scan and a GroupAggregate
+ * (or, with trait filters, a HashAggregate over hash semi and anti joins)
+ * over inventories under a one-time filter "the cloud is flat"; trait and
+ * aggregate filters join under the aggregate, so filtered-out providers are
+ * never aggregated.
  * Rows: `k` 'c' (every resource class), 't'/'a' (a name asked for and its
  * id), 'n' (some provider has a parent), 's' (some provider shares), 'r' (an
  * in_tree provider and its root), 'e' (PostgreSQL's estimate of the number of

@@ -3,7 +3,7 @@
  * needs (providers, inventories with usage, traits), combine each anchor's
  * group options lazily (combine.ts), keep what the rules allow, stop at the
  * cap, and build the summaries of the trees the answer uses. The sources are
- * the general planner (engine.ts) and the flat path (flat.ts).
+ * the general plan (general-source.ts) and the flat source (flat-source.ts).
  */
 import type { Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";

@@ -2,18 +2,15 @@
  * The set-based reads of the candidates engine. Each function is one query
  * over whole sets of providers (never one query per provider), so a request
  * costs a handful of round trips whatever the number of providers:
- * lookupNames, memberships, (sharingAnchors, rootsOf when
- * needed), then per batch of trees nextRoots and one loadTrees, whose
- * inventories the engine checks for capacity itself (the batch needs them
- * all for summaries and combining anyway). (Without trees and sharing
- * providers flat.ts replaces the batches with a single filter; see
- * conditions.ts.)
+ * lookupNames, memberships, (sharingAnchors, rootsOf when needed), then per
+ * batch of trees nextRoots and one loadTrees, whose inventories the engine
+ * checks for capacity itself (the batch needs them all for summaries and
+ * combining anyway). On a flat cloud flat-source.ts replaces the batches with
+ * a single filter (conditions.ts).
  *
- * Plans on PostgreSQL 15 with the migration's indexes (EXPLAIN ANALYZE on the
- * benchmark data, 1,000 compute nodes, nested variant: 5,020 providers):
- * - lookupNames: four index scans (resource_classes_name_key, traits_name_key,
- *   aggregates_uuid_key) and resource_providers_parent_provider_id_idx with
- *   LIMIT 1; under 1 ms.
+ * Plans on PostgreSQL 15 with the migration's indexes:
+ * - lookupNames: index scans of the name and uuid keys, and
+ *   resource_providers_parent_provider_id_idx with LIMIT 1.
  * - memberships: index scans of resource_provider_traits_trait_id_idx and
  *   resource_provider_aggregates_aggregate_id_idx for only the traits and
  *   aggregates the request names.
@@ -22,13 +19,10 @@
  *   (a range over the batch's root ids plus `= ANY`, which the planner
  *   underestimates on purpose), then index joins to inventories
  *   (inventories_provider_class_unique) and resource_provider_traits (primary
- *   key): 10,000 nested nodes, a batch of 64 trees 4.5 ms, of 300 14 ms;
- *   1,000 nested nodes, all 1,000 trees about 24 ms, most of it formatting
- *   the texts.
- *   (Capacity as its own query, joined to the batch's trees through an
- *   `= ANY(roots)` filter, ran as 25,000 index probes in 30 to 80 ms: the
+ *   key); most of its time is formatting the texts.
+ *   Capacity is not a query of its own joined to the batch's trees: the
  *   planner estimates the join of a few request rows with inventories at one
- *   row.)
+ *   row and runs it as an index probe per inventory.
  * Usage is `inventories.used`, which triggers keep equal to the sum of the
  * allocations (migration inventory_usage_triggers): neither read touches
  * `allocations`, so their cost does not grow with the number of allocations.
@@ -182,10 +176,10 @@ export interface TreeData {
  * the combination need, in one round trip: providers, inventories with their
  * usage, traits, and every class's name. Each comes as one
  * space-separated text (uuids and trait and class names hold no spaces)
- * rather than as rows: for 1,000 nested trees (13,000 rows) the driver's
- * parsing of rows into objects cost about 40 ms of the server's busy core;
- * reading the texts (Words) costs a few ms. Formatting them is most of the
- * statement's time in PostgreSQL, as formatting rows was.
+ * rather than as rows: the driver's parsing of thousands of rows into
+ * objects cost several times more of the server's busy core than reading
+ * the texts (Words). Formatting them is most of the statement's time in
+ * PostgreSQL, as formatting rows was.
  */
 export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeData> {
   if (rootIds.length === 0) return { providers: [], inventories: [], traits: new Map() };
@@ -194,8 +188,8 @@ export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeD
   const [found] = await rows<{ p: string | null; i: string | null; t: string | null; c: string | null }>(
     tx,
     // The range is redundant but for the planner: it makes the estimate small, so a batch of a few
-    // hundred trees among 10,000 is read through indexes (10,000 nested nodes, 300 trees:
-    // 100 -> 14 ms) where `= ANY` alone gave sequential scans and hash joins over every table.
+    // hundred trees among thousands is read through indexes, where `= ANY` alone gave sequential
+    // scans and hash joins over every table.
     sql`WITH p AS NOT MATERIALIZED (
           SELECT id, uuid, parent_provider_id, root_provider_id FROM resource_providers
           WHERE root_provider_id BETWEEN ${lowest} AND ${highest}
@@ -249,8 +243,8 @@ export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeD
 
 /**
  * Reads a space-separated text word by word, integers straight from the
- * characters: split(" ") made a string of every number (80,000 for 1,000
- * nested trees), which the collector then had to sweep.
+ * characters: split(" ") made a string of every number, which the collector
+ * then had to sweep.
  */
 class Words {
   private at = 0;
