@@ -20,7 +20,7 @@ import {
   type ProviderTreeProblem,
 } from "./errors.js";
 import { writeTransaction, type Store } from "./store.js";
-import { providerFilterConditions } from "./candidates/provider-filters.js";
+import { providerFilterConditions } from "./provider-list-filters.js";
 import type { ProviderListFilters } from "../query/provider-filters.js";
 
 export type ProviderRow = typeof resourceProviders.$inferSelect;
