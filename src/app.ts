@@ -29,6 +29,7 @@ import { reshaperRoutes } from "./routes/reshaper.js";
 import { allocationCandidateRoutes } from "./routes/allocation-candidates.js";
 import { changeRoutes } from "./routes/changes.js";
 import { claimRoutes } from "./routes/claims.js";
+import { CandidatesService } from "./services/candidates/service.js";
 
 export function createApp(given: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -38,6 +39,7 @@ export function createApp(given: AppDeps): Hono<AppEnv> {
   const routeDeps: RouteDeps = {
     ...deps,
     store: { db: deps.db, allocationRetries: deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT, onRetry: metrics.transactionRetry },
+    services: { candidates: new CandidatesService(deps.db, deps.config, deps.candidates) },
   };
 
   const onListenerError = (err: unknown) => deps.log.error("request listener failed", { error: String(err) });
@@ -53,7 +55,7 @@ export function createApp(given: AppDeps): Hono<AppEnv> {
     c.set("policy", policy);
     await next();
   });
-  app.use(authMiddleware(deps.config));
+  app.use(authMiddleware(deps.config, deps.log));
   app.use(microversion);
   app.use(headerChecks);
   app.use(bodySizeLimit(deps.config));

@@ -14,6 +14,7 @@ import { openDatabase, sessionLimits, type Database } from "../../src/db/databas
 import type { AppEnv } from "../../src/http/context.js";
 import { createLogger } from "../../src/log.js";
 import { createMetrics, type Metrics } from "../../src/observe/metrics.js";
+import type { CandidatesServiceOptions } from "../../src/services/candidates/service.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 
 export interface RequestOptions {
@@ -41,6 +42,11 @@ export interface Harness {
   /** The app's metrics registry (its counters move with the requests made through `request`). */
   metrics: Metrics;
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  /**
+   * Requests to another app over the same database, built with other
+   * candidates options (tests forcing each candidates path in turn).
+   */
+  requestVia(candidates: CandidatesServiceOptions): Harness["request"];
   /** Runs SQL straight against the test database (for invariant checks). */
   sql<T = any>(text: string, params?: unknown[]): Promise<T[]>;
   close(): Promise<void>;
@@ -56,7 +62,7 @@ export async function startHarness(options: { config?: Partial<Config>; poolSize
   const metrics = createMetrics();
   const app = createApp({ db: database.db, config, log, metrics });
 
-  const request = async (method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> => {
+  const requester = (app: Hono<AppEnv>) => async (method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> => {
     const headers: Record<string, string> = { accept: "application/json" };
     if (opts.token !== null) headers["x-auth-token"] = opts.token ?? "admin";
     if (opts.version !== null) headers["openstack-api-version"] = `placement ${opts.version ?? "latest"}`;
@@ -76,6 +82,7 @@ export async function startHarness(options: { config?: Partial<Config>; poolSize
     }
     return { status: res.status, headers: res.headers, body: parsed, text };
   };
+  const request = requester(app);
 
   return {
     app,
@@ -84,6 +91,7 @@ export async function startHarness(options: { config?: Partial<Config>; poolSize
     config,
     metrics,
     request,
+    requestVia: (candidates) => requester(createApp({ db: database.db, config, log, candidates })),
     sql: async (text, params) => (await database.pool.query(text, params as unknown[])).rows,
     close: async () => {
       await database.close();
