@@ -52,6 +52,7 @@ export class CandidatesBody implements CandidatesSink {
   }
 
   flat(answer: FlatAnswer): void {
+    this.count = answer.anchors.length;
     this.whole = renderFlatBody(this.shape, this.query, answer, this.pieces);
   }
 
