@@ -7,6 +7,7 @@ import type { AppDeps, AppEnv } from "./http/context.js";
 import { badInputFromDatabase, conflictFromDatabase, PlacementError, renderError, unavailableFromDatabase } from "./http/errors.js";
 import { authMiddleware, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
 import { createPolicyEnforcer } from "./auth/policy.js";
+import { pastHandler, variesByMicroversion } from "./http/vary.js";
 import { rootRoutes } from "./routes/root.js";
 import { resourceProviderRoutes } from "./routes/resource-providers.js";
 import { inventoryRoutes } from "./routes/inventories.js";
@@ -50,7 +51,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   }
 
   app.notFound(() => {
-    throw new PlacementError(404, "");
+    throw pastHandler(new PlacementError(404, ""));
   });
 
   app.onError((err, c) => {
@@ -66,10 +67,12 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     const headers: Record<string, string> = { ...placementError.headers };
     if (version) {
       headers["openstack-api-version"] = `placement ${version.toString()}`;
-      headers.vary = "openstack-api-version";
+      if (variesByMicroversion(placementError)) headers.vary = "openstack-api-version";
     }
-    // Like Placement (webob), errors follow the Accept header: JSON, HTML or plain text.
-    const { contentType, text } = renderError(placementError, c.req.header("accept"), c.get("requestId"), includeCode);
+    // Like Placement (webob), errors follow the Accept header: JSON, HTML or
+    // plain text; webob answers HEAD with its HTML page whatever Accept says.
+    const accept = c.req.method === "HEAD" ? "text/html" : c.req.header("accept");
+    const { contentType, text } = renderError(placementError, accept, c.get("requestId"), includeCode);
     return c.body(text, placementError.status as 400, { ...headers, "content-type": contentType });
   });
 

@@ -7,6 +7,8 @@ import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { readJsonBody, requireJsonContent } from "../http/body.js";
 import { zInteger } from "../http/json-types.js";
+import { jsonText, pythonFloat } from "../http/python-float.js";
+import { NumberToken, parseJsonText, type JsonText } from "../http/json-text.js";
 import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
@@ -37,21 +39,44 @@ const PUT_INVENTORIES = z.strictObject({
   inventories: z.record(z.string(), INVENTORY_RECORD),
 });
 
-function serializeInventory(inv: InventoryData): Record<string, number> {
+/** An inventories answer: JSON with allocation_ratio written as Placement's float. */
+function sendJson(c: AppContext, body: unknown, status: 200 | 201 = 200) {
+  return c.body(jsonText(body), status, { "content-type": "application/json" });
+}
+
+/**
+ * Placement answers a write with the record as the client sent it, so a ratio
+ * written as an integer (`16`) comes back as one; a read (and a defaulted
+ * ratio) gives the stored float (`16.0`). The body is read again with its
+ * number tokens (hono keeps the text), already known to be valid JSON.
+ */
+async function bodyAsWritten(c: AppContext): Promise<JsonText> {
+  return parseJsonText(await c.req.text());
+}
+
+const member = (value: JsonText | undefined, key: string): JsonText | undefined =>
+  value && typeof value === "object" && !Array.isArray(value) && !(value instanceof NumberToken) ? value[key] : undefined;
+
+function ratioWrittenAsInteger(record: JsonText | undefined): boolean {
+  const ratio = member(record, "allocation_ratio");
+  return ratio instanceof NumberToken && !/[.eE]/.test(ratio.text);
+}
+
+function serializeInventory(inv: InventoryData, ratioAsInteger = false): Record<string, number | string> {
   return {
     total: inv.total,
     reserved: inv.reserved,
     min_unit: inv.minUnit,
     max_unit: inv.maxUnit,
     step_size: inv.stepSize,
-    allocation_ratio: inv.allocationRatio,
+    allocation_ratio: ratioAsInteger ? inv.allocationRatio : pythonFloat(inv.allocationRatio),
   };
 }
 
 /** One inventory as Placement sends it: the fields plus the provider's generation. */
-function sendInventory(c: AppContext, inv: InventoryData, generation: number, status: 200 | 201 = 200, modified?: Date) {
+function sendInventory(c: AppContext, inv: InventoryData, generation: number, status: 200 | 201 = 200, modified?: Date, ratioAsInteger = false) {
   setLastModified(c, modified ?? new Date());
-  return c.json({ ...serializeInventory(inv), resource_provider_generation: generation }, status);
+  return sendJson(c, { ...serializeInventory(inv, ratioAsInteger), resource_provider_generation: generation }, status);
 }
 
 /** GETs name the provider twice in their 404, as Placement does. */
@@ -73,7 +98,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       const provider = await providerForRead(c, deps);
       const rows = await listInventories(db, provider.id);
       setLastModified(c, newestTimestamp(rows));
-      return c.json({
+      return sendJson(c, {
         resource_provider_generation: provider.generation,
         inventories: Object.fromEntries(rows.map((r) => [r.resourceClass, serializeInventory(r)])),
       });
@@ -88,7 +113,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       const inv = inventoryWithDefaults(body);
       const generation = await inTransaction(db, (tx) => addInventory(tx, uuid, body.resource_class, inv, reservedMayEqualTotal(c)));
       c.header("location", absoluteUrl(c, `${providerUrl(uuid)}/inventories/${body.resource_class}`));
-      return sendInventory(c, inv, generation, 201);
+      return sendInventory(c, inv, generation, 201, undefined, ratioWrittenAsInteger(await bodyAsWritten(c)));
     },
 
     PUT: async (c) => {
@@ -103,9 +128,12 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
         replaceInventories(tx, uuid, body.resource_provider_generation, items, reservedMayEqualTotal(c)),
       );
       setLastModified(c, new Date());
-      return c.json({
+      const written = await bodyAsWritten(c);
+      return sendJson(c, {
         resource_provider_generation: generation,
-        inventories: Object.fromEntries([...items].map(([rc, inv]) => [rc, serializeInventory(inv)])),
+        inventories: Object.fromEntries(
+          [...items].map(([rc, inv]) => [rc, serializeInventory(inv, ratioWrittenAsInteger(member(member(written, "inventories"), rc)))]),
+        ),
       });
     },
 
@@ -139,7 +167,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       const generation = await inTransaction(db, (tx) =>
         updateInventory(tx, uuid, body.resource_provider_generation, rc, inv, reservedMayEqualTotal(c)),
       );
-      return sendInventory(c, inv, generation);
+      return sendInventory(c, inv, generation, 200, undefined, ratioWrittenAsInteger(await bodyAsWritten(c)));
     },
 
     DELETE: async (c) => {

@@ -71,8 +71,13 @@ export function absoluteUrl(c: AppContext, path: string): string {
   return new URL(path, c.req.url).toString();
 }
 
-function optionalUuid(value: string | null | undefined): string | null {
-  return value ? canonicalUuid(value) : null;
+/**
+ * The parent as written: Placement looks it up by string equality, so a
+ * parent named in upper case (or any other spelling than the stored one) does
+ * not exist there, and must not here.
+ */
+function parentAsWritten(value: string | null | undefined): string | null {
+  return value || null;
 }
 
 /**
@@ -112,7 +117,7 @@ export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
         createProvider(tx, {
           uuid,
           name: body.name,
-          parentProviderUuid: optionalUuid(body.parent_provider_uuid),
+          parentProviderUuid: parentAsWritten(body.parent_provider_uuid),
         }),
       );
       c.header("location", absoluteUrl(c, providerUrl(provider.uuid)));
@@ -149,7 +154,7 @@ export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
         updateProvider(
           tx,
           uuid,
-          { name: body.name, ...("parent_provider_uuid" in body ? { parentProviderUuid: optionalUuid(body.parent_provider_uuid) } : {}) },
+          { name: body.name, ...("parent_provider_uuid" in body ? { parentProviderUuid: parentAsWritten(body.parent_provider_uuid) } : {}) },
           mv.atLeast("1.37"),
         ),
       );

@@ -90,7 +90,8 @@ export const PROVIDER_TRAITS_GENERATION_CONFLICT =
  * Replaces a provider's traits (PUT /resource_providers/{uuid}/traits, and
  * with `names` empty its DELETE). The provider row is locked before the
  * generation is compared, so of two writers sending the same generation the
- * second waits, then sees the bumped generation and gets the 409. With
+ * second waits, then sees the bumped generation and gets the 409. A write
+ * that changes nothing leaves the generation alone, as in Placement. With
  * `expectedGeneration` undefined (DELETE) no generation is compared.
  */
 export async function setProviderTraits(
@@ -118,6 +119,12 @@ export async function setProviderTraits(
   const missing = wanted.filter((n) => !known.has(n));
   if (missing.length > 0) throw badRequest(`No such trait ${missing.join(", ")}`);
 
+  // Placement's _set_traits returns early when nothing is added or removed:
+  // a no-op sync must not bump the generation (Nova would pay a 409 for it).
+  const current = await providerTraits(tx, provider.id);
+  if (current.length === found.length && current.every((t) => known.has(t.name))) {
+    return { provider, traits: found, generation: provider.generation };
+  }
   await tx.delete(resourceProviderTraits).where(eq(resourceProviderTraits.resourceProviderId, provider.id));
   if (found.length > 0) {
     const ids = found.map((t) => t.id);
