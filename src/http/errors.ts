@@ -82,7 +82,7 @@ export class PlacementError extends Error {
    */
   renderDetail(): string {
     const message = this.detail.replace(/\r/g, "").replace(/\n/g, " ");
-    if (this.explanation !== undefined) return `${this.explanation} \n\n ${message}`;
+    if (this.explanation !== undefined) return `${this.explanation.replace(/\n/g, " ")} \n\n ${message}`;
     const explanation = STATUS_TEXT[this.status]?.explanation ?? "";
     return `${explanation}\n\n ${message}  `.replace(/^\n\n /, "");
   }
@@ -106,7 +106,8 @@ export const forbidden = (detail: string) => new PlacementError(403, detail);
  */
 export function notAcceptable(detail: string, accept: string | undefined, extra: Record<string, string> = {}): PlacementError {
   const wanted = !accept || accept === "*/*" ? "application/json" : accept;
-  const explanation = `The resource could not be generated that was acceptable to your browser (content of type ${wanted}.`;
+  // The line break is webob's; the JSON detail turns it into a space like any other.
+  const explanation = `The resource could not be generated that was acceptable to your browser\n(content of type ${wanted}.`;
   return new PlacementError(406, detail, ErrorCode.DEFAULT, {}, explanation, extra);
 }
 
@@ -151,7 +152,7 @@ export function renderError(
     const detail =
       err.explanation !== undefined
         ? `${escapeHtml(err.explanation)} <br /><br />\n${escapeHtml(err.detail)}`
-        : `${escapeHtml(STATUS_TEXT[err.status]?.explanation ?? "")}<br /><br />\n${escapeHtml(err.detail)}\n`;
+        : `${escapeHtml(STATUS_TEXT[err.status]?.explanation ?? "")}<br /><br />\n${escapeHtml(err.detail)}\n\n`;
     return {
       contentType: "text/html; charset=UTF-8",
       text: `<html>\n <head>\n  <title>${status}</title>\n </head>\n <body>\n  <h1>${status}</h1>\n  ${detail}\n </body>\n</html>`,

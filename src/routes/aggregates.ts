@@ -63,8 +63,8 @@ export function aggregateRoutes(deps: AppDeps): Hono<AppEnv> {
 
     PUT: async (c) => {
       requireMicroversion(c, "1.1");
-      authorize(c, "placement:resource_providers:aggregates:update");
       requireJsonContent(c);
+      authorize(c, "placement:resource_providers:aggregates:update");
       const uuid = c.req.param("uuid");
       // Placement looks the provider up before it reads the body: 404 wins over 400.
       await getProviderByUuid(db, uuid);

@@ -97,7 +97,8 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       authorize(c, "placement:resource_providers:inventories:list");
       const provider = await providerForRead(c, deps);
       const rows = await listInventories(db, provider.id);
-      setLastModified(c, newestTimestamp(rows));
+      // Placement takes the newest of the inventories, with no fallback: none, no Last-Modified.
+      setLastModified(c, rows.length ? newestTimestamp(rows) : null);
       return sendJson(c, {
         resource_provider_generation: provider.generation,
         inventories: Object.fromEntries(rows.map((r) => [r.resourceClass, serializeInventory(r)])),
@@ -105,8 +106,8 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
     },
 
     POST: async (c) => {
-      authorize(c, "placement:resource_providers:inventories:create");
       requireJsonContent(c);
+      authorize(c, "placement:resource_providers:inventories:create");
       const uuid = c.req.param("uuid");
       await getProviderByUuid(db, uuid);
       const body = await readJsonBody(c, POST_INVENTORY);
@@ -117,8 +118,8 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
     },
 
     PUT: async (c) => {
-      authorize(c, "placement:resource_providers:inventories:update");
       requireJsonContent(c);
+      authorize(c, "placement:resource_providers:inventories:update");
       const uuid = c.req.param("uuid");
       // Placement looks the provider up before it reads the body: 404 wins over 400.
       await getProviderByUuid(db, uuid);
@@ -127,7 +128,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       const generation = await inTransaction(db, (tx) =>
         replaceInventories(tx, uuid, body.resource_provider_generation, items, reservedMayEqualTotal(c)),
       );
-      setLastModified(c, new Date());
+      setLastModified(c, items.size ? new Date() : null);
       const written = await bodyAsWritten(c);
       return sendJson(c, {
         resource_provider_generation: generation,
@@ -138,7 +139,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
     },
 
     DELETE: async (c) => {
-      requireMicroversion(c, "1.5", 405, ["GET", "POST", "PUT"]);
+      requireMicroversion(c, "1.5", 405);
       authorize(c, "placement:resource_providers:inventories:delete");
       const uuid = c.req.param("uuid");
       await inTransaction(db, (tx) => deleteAllInventories(tx, uuid));
@@ -157,8 +158,8 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
     },
 
     PUT: async (c) => {
-      authorize(c, "placement:resource_providers:inventories:update");
       requireJsonContent(c);
+      authorize(c, "placement:resource_providers:inventories:update");
       const uuid = c.req.param("uuid");
       const rc = c.req.param("resource_class");
       await getProviderByUuid(db, uuid);

@@ -3,7 +3,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { inTransaction, isRetryable } from "../db/database.js";
-import { readJsonBody } from "../http/body.js";
+import { readJsonBody, requireJsonContent } from "../http/body.js";
 import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
 import { badRequest, conflict, ErrorCode } from "../http/errors.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
@@ -48,6 +48,7 @@ export function reshaperRoutes(deps: AppDeps): Hono<AppEnv> {
   declareRoute(app, "/reshaper", {
     POST: async (c) => {
       requireMicroversion(c, "1.30");
+      requireJsonContent(c);
       authorize(c, "placement:reshaper:reshape");
       const body = (await readJsonBody(c, schemaFor(c))) as {
         inventories: Record<string, z.output<typeof PROVIDER_INVENTORIES>>;

@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { inTransaction } from "../db/database.js";
-import { readJsonBody } from "../http/body.js";
+import { readJsonBody, requireJsonContent } from "../http/body.js";
 import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
@@ -43,6 +43,7 @@ export function resourceClassRoutes({ db }: AppDeps): Hono<AppEnv> {
     },
     POST: async (c) => {
       requireMicroversion(c, "1.2");
+      requireJsonContent(c);
       authorize(c, "placement:resource_classes:create");
       const { name } = await readJsonBody(c, POST_RC_SCHEMA_V1_2);
       const rc = await inTransaction(db, (tx) => createResourceClass(tx, name));
@@ -61,6 +62,7 @@ export function resourceClassRoutes({ db }: AppDeps): Hono<AppEnv> {
     PUT: async (c) => {
       requireMicroversion(c, "1.2");
       if (c.get("microversion").atLeast("1.7")) return ensureClass(c);
+      requireJsonContent(c);
       authorize(c, "placement:resource_classes:update");
       const { name } = await readJsonBody(c, PUT_RC_SCHEMA_V1_2);
       const rc = await inTransaction(db, (tx) => renameResourceClass(tx, c.req.param("name"), name));

@@ -109,6 +109,7 @@ export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
     },
 
     POST: async (c) => {
+      requireJsonContent(c);
       authorize(c, "placement:resource_providers:create");
       const mv = c.get("microversion");
       const body: z.output<typeof POST_PROVIDER_V1_14> = await readJsonBody(c, mv.atLeast("1.14") ? POST_PROVIDER_V1_14 : POST_PROVIDER);
@@ -141,14 +142,15 @@ export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
       return c.body(null, 204);
     },
     PUT: async (c) => {
-      authorize(c, "placement:resource_providers:update");
       // A missing or wrong content type is a 415 even for an unknown provider
-      // (Placement's require_content runs before the handler looks anything up).
+      // or a caller the policy refuses (Placement's require_content decorator
+      // runs before the handler checks policy or looks anything up).
       requireJsonContent(c);
+      authorize(c, "placement:resource_providers:update");
       const uuid = c.req.param("uuid");
       const mv = c.get("microversion");
       // Placement looks the provider up before it reads the body: 404 wins over 400.
-      await getProviderByUuid(db, uuid);
+      const before = await getProviderByUuid(db, uuid);
       const body: z.output<typeof PUT_PROVIDER_V1_14> = await readJsonBody(c, mv.atLeast("1.14") ? PUT_PROVIDER_V1_14 : PUT_PROVIDER);
       const provider = await inTransaction(db, (tx) =>
         updateProvider(
@@ -158,7 +160,9 @@ export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
           mv.atLeast("1.37"),
         ),
       );
-      setLastModified(c, newestTimestamp([provider]));
+      // Placement sends the updated_at of the provider as it loaded it before
+      // the update: none for a provider that was never updated.
+      setLastModified(c, before.updatedAt);
       return c.json(serializeProvider(c, provider));
     },
 

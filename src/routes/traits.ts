@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { inTransaction } from "../db/database.js";
-import { readJsonBody } from "../http/body.js";
+import { readJsonBody, requireJsonContent } from "../http/body.js";
 import type { AppDeps, AppEnv } from "../http/context.js";
 import { badRequest } from "../http/errors.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
@@ -118,6 +118,7 @@ export function traitRoutes({ db }: AppDeps): Hono<AppEnv> {
     },
     PUT: async (c) => {
       requireMicroversion(c, "1.6");
+      requireJsonContent(c);
       authorize(c, "placement:resource_providers:traits:update");
       const body = await readJsonBody(c, SET_TRAITS_FOR_RP_SCHEMA);
       const result = await inTransaction(db, (tx) =>

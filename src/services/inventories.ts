@@ -47,13 +47,13 @@ export function capacity(inv: InventoryData): number {
 }
 
 /**
- * Placement's capacity rule: before 1.26 reserved must leave some capacity;
- * from 1.26 reserved may equal total (a provider kept fully reserved).
+ * Placement's inventory rule: before 1.26 reserved must be less than total;
+ * from 1.26 it may equal total (a provider kept fully reserved).
  * Returns the reason text, or undefined when the inventory is acceptable.
  */
 export function capacityProblem(rc: string, providerUuid: string, inv: InventoryData, reservedMayEqualTotal: boolean): string | undefined {
-  const cap = capacity(inv);
-  if (reservedMayEqualTotal ? cap < 0 : cap <= 0) {
+  // reserved against total only, as Placement's _validate_inventory_capacity: the ratio plays no part.
+  if (reservedMayEqualTotal ? inv.reserved > inv.total : inv.reserved >= inv.total) {
     const rule = reservedMayEqualTotal ? "greater than total" : "greater than or equal to total";
     return `Invalid inventory for '${rc}' on resource provider '${providerUuid}'. The reserved value is ${rule}.`;
   }

@@ -39,12 +39,15 @@ const UNORDERED = new Set(["traits", "aggregates"]);
  */
 const SCHEMA_DUMP = /^(.*JSON does not validate: .*?) {2}Failed validating .*$/s;
 
+/** Python's json module words a syntax error its own way ("Expecting value: line 1 column 1 (char 0)"). */
+const MALFORMED_JSON = /^(.*Malformed JSON: ).*$/s;
+
 function normalise(value: JsonText, key = ""): JsonText {
   if (Array.isArray(value)) {
     const items = value.map((v) => normalise(v));
     return UNORDERED.has(key) && items.every((v) => typeof v === "string") ? [...items].sort() : items;
   }
-  if (typeof value === "string" && key === "detail") return value.replace(SCHEMA_DUMP, "$1");
+  if (typeof value === "string" && key === "detail") return value.replace(SCHEMA_DUMP, "$1").replace(MALFORMED_JSON, "$1");
   if (value && typeof value === "object" && !(value instanceof NumberToken)) {
     return Object.fromEntries(Object.entries(value).filter(([k]) => k !== "request_id").map(([k, v]) => [k, normalise(v, k)]));
   }
