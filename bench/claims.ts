@@ -1,19 +1,29 @@
 /**
- * `npm run bench -- claims [--providers N] [--clients K[,K...]] [--mode direct|list|candidates] [--workers W]`
+ * `npm run bench -- claims [--providers N] [--clients K[,K...]] [--mode M[,M...]] [--cloud flat|aggregate]
+ *  [--pick pack|random] [--limit L] [--workers W]`
  *
  * K simulated schedulers fill a cloud of N compute nodes (4 VCPU, 8 GiB,
  * 400 GB each; every claim takes 1 VCPU, 2 GiB, 100 GB, so each node holds
- * exactly 4 claims) through the real server over HTTP, until nothing fits:
+ * exactly 4 claims) through the real server over HTTP, until nothing fits.
+ * With --cloud aggregate, 50 of the N nodes are in one aggregate and every
+ * claim is a large flavour (2 VCPU, 4 GiB, 200 GB: two per node) asked for
+ * with member_of, so the schedulers fill those 50 nodes (100 claims).
+ * Several modes run side by side, interleaved per K:
  *   direct      each scheduler claims on a random node not yet known to be full (no query);
  *               with --view shared (default) the K schedulers share what they learn from
  *               409s, as the workers of one scheduler process share its host state; with
  *               --view own each learns alone (every node then costs each scheduler one 409)
  *   list        GET /resource_providers?resources=... (1.4 capacity filter), claim one of them
- *   candidates  GET /allocation_candidates?resources=...&limit=..., claim one of them
- * Prints claims per second, 409s per successful claim, and the invariant
- * check read from the tables (nothing over capacity, the cloud exactly full,
- * one allocation set per successful claim). Not a test: it asserts nothing
- * about time. Needs PostgreSQL at DATABASE_URL (default: the local postgres
+ *   candidates  the standard loop: GET /allocation_candidates?resources=...&limit=L, pick one
+ *               (--pick pack: the fullest, as Nova's packing weighers; random: any), PUT it,
+ *               and on a 409 start again
+ *   claim       POST /claims?resources=...&limit=L with the same pick: select and claim in one
+ *               transaction (the extension); a 409 means nothing fits
+ * Prints claims per second, 409s per successful claim (for claim: 409s answered before the last
+ * successful claim was sent, i.e. while there was still room), p50/p99 latency of a successful
+ * claim (from its scheduler's first request for it), and the invariant check read from the tables
+ * (nothing over capacity, the cloud exactly full, one allocation set per successful claim). Not a
+ * test: it asserts nothing about time. Needs PostgreSQL at DATABASE_URL (default: the local postgres
  * superuser); it creates and drops a scratch database per run.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -24,20 +34,38 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { freePort } from "../src/net.js";
 
-const CLAIM = { VCPU: 1, MEMORY_MB: 2048, DISK_GB: 100 };
 const NODE = { VCPU: 4, MEMORY_MB: 8192, DISK_GB: 400 };
-const PER_NODE = 4;
-const RESOURCES_QUERY = Object.entries(CLAIM)
-  .map(([k, v]) => `${k}:${v}`)
-  .join(",");
+const FLAVOURS = {
+  flat: { claim: { VCPU: 1, MEMORY_MB: 2048, DISK_GB: 100 }, perNode: 4 },
+  aggregate: { claim: { VCPU: 2, MEMORY_MB: 4096, DISK_GB: 200 }, perNode: 2 },
+} as const;
+/** Nodes in the aggregate of --cloud aggregate. */
+const AGGREGATE_NODES = 50;
+const AGGREGATE = "4b0c6d2e-8f1a-4c3b-9d5e-6f7a8b9c0d1e";
+const MODES = ["direct", "list", "candidates", "claim"] as const;
+type Mode = (typeof MODES)[number];
 
 interface Options {
   providers: number;
   clients: number[];
-  mode: "direct" | "list" | "candidates";
+  modes: Mode[];
+  cloud: "flat" | "aggregate";
+  pick: "pack" | "random";
+  limit: number;
   view: "shared" | "own";
   workers: number;
   adminUrl: string;
+}
+
+/** What the schedulers ask for, per cloud. */
+function workload(options: Options) {
+  const { claim, perNode } = FLAVOURS[options.cloud];
+  const resources = Object.entries(claim)
+    .map(([k, v]) => `${k}:${v}`)
+    .join(",");
+  const memberOf = options.cloud === "aggregate" ? `&member_of=${AGGREGATE}` : "";
+  const nodes = options.cloud === "aggregate" ? Math.min(AGGREGATE_NODES, options.providers) : options.providers;
+  return { claim, resources, query: `resources=${resources}${memberOf}&limit=${options.limit}`, capacity: nodes * perNode };
 }
 
 function parseArgs(args: string[]): Options {
@@ -45,12 +73,19 @@ function parseArgs(args: string[]): Options {
     const i = args.indexOf(`--${name}`);
     return i >= 0 ? args[i + 1] : undefined;
   };
-  const mode = (get("mode") ?? "direct") as Options["mode"];
-  if (!["direct", "list", "candidates"].includes(mode)) throw new Error(`unknown --mode ${mode}`);
+  const modes = (get("mode") ?? "candidates,claim").split(",") as Mode[];
+  for (const m of modes) if (!MODES.includes(m)) throw new Error(`unknown --mode ${m}`);
+  const cloud = get("cloud") ?? "flat";
+  if (cloud !== "flat" && cloud !== "aggregate") throw new Error(`unknown --cloud ${cloud}`);
+  const pick = get("pick") ?? "pack";
+  if (pick !== "pack" && pick !== "random") throw new Error(`unknown --pick ${pick}`);
   return {
     providers: Number(get("providers") ?? 1000),
     clients: (get("clients") ?? "1,4,16").split(",").map(Number),
-    mode,
+    modes,
+    cloud,
+    pick,
+    limit: Number(get("limit") ?? 20),
     view: get("view") === "own" ? "own" : "shared",
     workers: Number(get("workers") ?? os.availableParallelism()),
     adminUrl: process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres",
@@ -83,7 +118,7 @@ async function startServer(databaseUrl: string, workers: number): Promise<{ base
 const HEADERS = { "x-auth-token": "admin", accept: "application/json", "content-type": "application/json" };
 
 /** The cloud, written straight into the tables: setting up 1000 nodes over HTTP is not what is measured. */
-async function buildCloud(db: pg.Client, n: number): Promise<string[]> {
+async function buildCloud(db: pg.Client, n: number, cloud: Options["cloud"]): Promise<string[]> {
   const uuids = Array.from({ length: n }, () => randomUUID());
   await db.query(
     `INSERT INTO resource_providers (uuid, name) SELECT u, 'compute-' || i FROM unnest($1::text[]) WITH ORDINALITY AS t(u, i)`,
@@ -97,6 +132,15 @@ async function buildCloud(db: pg.Client, n: number): Promise<string[]> {
       [rc, total],
     );
   }
+  if (cloud === "aggregate") {
+    // The aggregate's nodes are spread over the id range, as hosts of one rack are not the first ones created.
+    await db.query("INSERT INTO aggregates (uuid) VALUES ($1)", [AGGREGATE]);
+    await db.query(
+      `INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id)
+       SELECT rp.id, a.id FROM resource_providers rp, aggregates a WHERE rp.id % $1 = 0 ORDER BY rp.id LIMIT $2`,
+      [Math.max(1, Math.floor(n / AGGREGATE_NODES)), AGGREGATE_NODES],
+    );
+  }
   return uuids;
 }
 
@@ -104,31 +148,83 @@ interface Tally {
   claims: number;
   conflicts: number;
   errors: number;
+  /** Milliseconds from a scheduler's first request for an instance to its successful claim. */
+  latencies: number[];
+  /** claim mode: when each successful claim was sent, and when each 409 came back. */
+  lastSuccessSent: number;
+  refusals: number[];
+}
+
+type CandidatesBody = {
+  allocation_requests: Array<{ allocations: Record<string, unknown> }>;
+  provider_summaries: Record<string, { resources: Record<string, { capacity: number; used: number }> }>;
+};
+
+/** The standard loop's choice among candidates: the fullest node (packing) or any. */
+function chooseCandidate(body: CandidatesBody, claim: Record<string, number>, pick: Options["pick"]): string | undefined {
+  const nodes = body.allocation_requests.map((r) => Object.keys(r.allocations)[0]);
+  if (nodes.length === 0) return undefined;
+  if (pick === "random") return nodes[Math.floor(Math.random() * nodes.length)];
+  const fill = (node: string) => {
+    const res = body.provider_summaries[node].resources;
+    const classes = Object.keys(claim);
+    return classes.reduce((sum, rc) => sum + (res[rc].used + claim[rc]) / res[rc].capacity, 0) / classes.length;
+  };
+  return nodes.reduce((best, n) => (fill(n) > fill(best) ? n : best));
+}
+
+/** claim mode: POST /claims until it answers that nothing fits. */
+async function claimer(base: string, options: Options, tally: Tally): Promise<void> {
+  const { query } = workload(options);
+  for (;;) {
+    const started = performance.now();
+    const res = await fetch(`${base}/claims?${query}`, {
+      method: "POST",
+      headers: { ...HEADERS, "openstack-api-version": "placement 1.39" },
+      body: JSON.stringify({
+        consumers: [{ consumer_uuid: randomUUID(), project_id: "bench-project", user_id: "bench-user", consumer_type: "INSTANCE" }],
+        pick: options.pick,
+      }),
+    });
+    const body = await res.text();
+    if (res.status === 200) {
+      tally.claims++;
+      tally.latencies.push(performance.now() - started);
+      tally.lastSuccessSent = Math.max(tally.lastSuccessSent, started);
+      continue;
+    }
+    if (res.status === 409) tally.refusals.push(performance.now());
+    else {
+      tally.errors++;
+      if (tally.errors <= 3) process.stderr.write(`unexpected ${res.status} from POST /claims: ${body.slice(0, 500)}\n`);
+    }
+    return;
+  }
 }
 
 /** One scheduler: pick a node, claim on it, until it finds none with room. */
-async function scheduler(base: string, options: Options, notFull: Set<string>, tally: Tally): Promise<void> {
+async function scheduler(base: string, options: Options, mode: Mode, notFull: Set<string>, tally: Tally): Promise<void> {
+  const { claim, resources, query } = workload(options);
+  let started = performance.now();
   for (;;) {
-    let choices: string[];
-    if (options.mode === "direct") {
-      choices = [...notFull];
-    } else if (options.mode === "list") {
-      const res = await fetch(`${base}/resource_providers?resources=${RESOURCES_QUERY}`, { headers: { ...HEADERS, "openstack-api-version": "placement 1.4" } });
-      choices = ((await res.json()) as { resource_providers: Array<{ uuid: string }> }).resource_providers.map((p) => p.uuid);
+    let node: string | undefined;
+    if (mode === "direct") {
+      const choices = [...notFull];
+      node = choices[Math.floor(Math.random() * choices.length)];
+    } else if (mode === "list") {
+      const res = await fetch(`${base}/resource_providers?resources=${resources}`, { headers: { ...HEADERS, "openstack-api-version": "placement 1.4" } });
+      const choices = ((await res.json()) as { resource_providers: Array<{ uuid: string }> }).resource_providers.map((p) => p.uuid);
+      node = choices[Math.floor(Math.random() * choices.length)];
     } else {
-      const res = await fetch(`${base}/allocation_candidates?resources=${RESOURCES_QUERY}&limit=20&group_policy=none`, {
-        headers: { ...HEADERS, "openstack-api-version": "placement 1.39" },
-      });
-      const body = (await res.json()) as { allocation_requests: Array<{ allocations: Record<string, unknown> }> };
-      choices = body.allocation_requests.map((r) => Object.keys(r.allocations)[0]);
+      const res = await fetch(`${base}/allocation_candidates?${query}`, { headers: { ...HEADERS, "openstack-api-version": "placement 1.39" } });
+      node = chooseCandidate((await res.json()) as CandidatesBody, claim, options.pick);
     }
-    if (choices.length === 0) return;
-    const node = choices[Math.floor(Math.random() * choices.length)];
+    if (node === undefined) return;
     const res = await fetch(`${base}/allocations/${randomUUID()}`, {
       method: "PUT",
       headers: { ...HEADERS, "openstack-api-version": "placement 1.39" },
       body: JSON.stringify({
-        allocations: { [node]: { resources: CLAIM } },
+        allocations: { [node]: { resources: claim } },
         project_id: "bench-project",
         user_id: "bench-user",
         consumer_generation: null,
@@ -136,8 +232,11 @@ async function scheduler(base: string, options: Options, notFull: Set<string>, t
       }),
     });
     const body = await res.text();
-    if (res.status === 204) tally.claims++;
-    else if (res.status === 409) {
+    if (res.status === 204) {
+      tally.claims++;
+      tally.latencies.push(performance.now() - started);
+      started = performance.now();
+    } else if (res.status === 409) {
       tally.conflicts++;
       notFull.delete(node);
     } else {
@@ -148,19 +247,27 @@ async function scheduler(base: string, options: Options, notFull: Set<string>, t
   }
 }
 
-async function invariants(db: pg.Client, n: number, tally: Tally): Promise<string> {
+async function invariants(db: pg.Client, options: Options, tally: Tally): Promise<string> {
+  const { capacity } = workload(options);
   const over = await db.query("SELECT count(*)::int AS n FROM provider_capacity WHERE used > capacity");
-  const free = await db.query("SELECT COALESCE(SUM(free), 0)::int AS n FROM provider_capacity WHERE resource_class = 'VCPU'");
+  // Free VCPU where the schedulers were asked to fill: the aggregate's nodes, or every node.
+  const free = await db.query(
+    `SELECT COALESCE(SUM(pc.free), 0)::int AS n FROM provider_capacity pc JOIN resource_providers rp ON rp.uuid = pc.provider_uuid
+     WHERE pc.resource_class = 'VCPU' AND (NOT $1 OR rp.id IN (SELECT resource_provider_id FROM resource_provider_aggregates))`,
+    [options.cloud === "aggregate"],
+  );
   const consumers = await db.query("SELECT count(*)::int AS n FROM consumers");
   const problems: string[] = [];
   if (over.rows[0].n !== 0) problems.push(`${over.rows[0].n} inventories over capacity`);
   if (free.rows[0].n !== 0) problems.push(`${free.rows[0].n} VCPU left free`);
   if (consumers.rows[0].n !== tally.claims) problems.push(`${consumers.rows[0].n} consumers for ${tally.claims} successful claims`);
-  if (tally.claims !== n * PER_NODE) problems.push(`${tally.claims} claims, capacity was ${n * PER_NODE}`);
+  if (tally.claims !== capacity) problems.push(`${tally.claims} claims, capacity was ${capacity}`);
   return problems.length === 0 ? "OK (nothing over capacity, cloud exactly full, one consumer per successful claim)" : `FAILED: ${problems.join("; ")}`;
 }
 
-async function runOnce(options: Options, k: number): Promise<void> {
+const percentile = (sorted: number[], p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]);
+
+async function runOnce(options: Options, mode: Mode, k: number): Promise<void> {
   const name = `bench_claims_${randomBytes(4).toString("hex")}`;
   const admin = new pg.Client({ connectionString: options.adminUrl });
   await admin.connect();
@@ -171,19 +278,28 @@ async function runOnce(options: Options, k: number): Promise<void> {
   const db = new pg.Client({ connectionString: url.toString() });
   await db.connect();
   try {
-    const nodes = await buildCloud(db, options.providers);
-    const tally: Tally = { claims: 0, conflicts: 0, errors: 0 };
+    const nodes = await buildCloud(db, options.providers, options.cloud);
+    const tally: Tally = { claims: 0, conflicts: 0, errors: 0, latencies: [], lastSuccessSent: 0, refusals: [] };
     const started = performance.now();
     const cpuBefore = process.cpuUsage();
     const shared = new Set(nodes);
-    await Promise.all(Array.from({ length: k }, () => scheduler(server.base, options, options.view === "shared" ? shared : new Set(nodes), tally)));
+    await Promise.all(
+      Array.from({ length: k }, () =>
+        mode === "claim" ? claimer(server.base, options, tally) : scheduler(server.base, options, mode, options.view === "shared" ? shared : new Set(nodes), tally),
+      ),
+    );
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
     const clientCpu = (cpu.user + cpu.system) / 1e6;
-    const check = await invariants(db, options.providers, tally);
+    // A claim's 409 is wasted only if it came back while there was still room (before the last success was sent).
+    if (mode === "claim") tally.conflicts = tally.refusals.filter((at) => at < tally.lastSuccessSent).length;
+    const check = await invariants(db, options, tally);
+    const sorted = [...tally.latencies].sort((a, b) => a - b);
+    const label = `${mode}${mode === "direct" ? `/${options.view}` : ""}${mode === "candidates" || mode === "claim" ? `/${options.pick}` : ""}`;
     process.stdout.write(
-      `N=${options.providers} K=${String(k).padStart(2)} mode=${options.mode}${options.mode === "direct" ? `/${options.view}` : ""}: ${tally.claims} claims in ${seconds.toFixed(1)} s = ` +
+      `${options.cloud} N=${options.providers} K=${String(k).padStart(2)} ${label.padEnd(17)}: ${tally.claims} claims in ${seconds.toFixed(1)} s = ` +
         `${(tally.claims / seconds).toFixed(0)} claims/s; ${(tally.conflicts / Math.max(tally.claims, 1)).toFixed(3)} 409s per claim; ` +
+        `p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms; ` +
         `${tally.errors} other errors; client CPU ${clientCpu.toFixed(1)} s; invariants ${check}\n`,
     );
   } finally {
@@ -198,7 +314,9 @@ async function runOnce(options: Options, k: number): Promise<void> {
 export default async function (args: string[]): Promise<void> {
   const options = parseArgs(args);
   process.stdout.write(
-    `claims benchmark: ${os.cpus().length} CPU(s) ${os.cpus()[0]?.model ?? ""}, node ${process.version}, server workers ${options.workers}\n`,
+    `claims benchmark: ${os.cpus().length} CPU(s) ${os.cpus()[0]?.model ?? ""}, node ${process.version}, server workers ${options.workers}, ` +
+      `cloud ${options.cloud}, limit ${options.limit}\n`,
   );
-  for (const k of options.clients) await runOnce(options, k);
+  // Modes interleaved per K, so a change in the machine's load touches all of them alike.
+  for (const k of options.clients) for (const mode of options.modes) await runOnce(options, mode, k);
 }

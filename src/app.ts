@@ -3,8 +3,9 @@
  * `serve` and every test call this same factory with their own pool.
  */
 import { Hono } from "hono";
-import type { AppDeps, AppEnv } from "./http/context.js";
-import { badInputFromDatabase, conflictFromDatabase, PlacementError, renderError, unavailableFromDatabase } from "./http/errors.js";
+import type { AppDeps, AppEnv, RouteDeps } from "./http/context.js";
+import { PlacementError, renderError } from "./http/errors.js";
+import { placementErrorFor } from "./http/error-table.js";
 import { authMiddleware, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
 import { createPolicyEnforcer } from "./auth/policy.js";
 import { pastHandler, variesByMicroversion } from "./http/vary.js";
@@ -18,10 +19,15 @@ import { allocationRoutes } from "./routes/allocations.js";
 import { usageRoutes } from "./routes/usages.js";
 import { reshaperRoutes } from "./routes/reshaper.js";
 import { allocationCandidateRoutes } from "./routes/allocation-candidates.js";
+import { claimRoutes } from "./routes/claims.js";
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const policy = createPolicyEnforcer(deps.config);
+  const routeDeps: RouteDeps = {
+    ...deps,
+    store: { db: deps.db, allocationRetries: deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT },
+  };
 
   app.use(requestId);
   const cors = corsMiddleware(deps.config);
@@ -46,8 +52,9 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     usageRoutes,
     reshaperRoutes,
     allocationCandidateRoutes,
+    claimRoutes,
   ]) {
-    app.route("/", routes(deps));
+    app.route("/", routes(routeDeps));
   }
 
   app.notFound(() => {
@@ -55,13 +62,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   });
 
   app.onError((err, c) => {
-    const placementError =
-      err instanceof PlacementError
-        ? err
-        : (badInputFromDatabase(err) ??
-          unavailableFromDatabase(err) ??
-          conflictFromDatabase(err) ??
-          internalError(err, deps, c.get("requestId"), c.req.method, c.req.path));
+    const placementError = placementErrorFor(err) ?? internalError(err, deps, c.get("requestId"), c.req.method, c.req.path);
     const version = c.get("microversion");
     const includeCode = version ? version.atLeast("1.23") : false;
     const headers: Record<string, string> = { ...placementError.headers };

@@ -5,7 +5,7 @@
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import pg from "pg";
 import * as schema from "./schema.js";
-import { sqlState } from "./sql-state.js";
+import { sqlStateMeaning } from "./sql-state.js";
 import type { Logger } from "../log.js";
 
 export type Db = NodePgDatabase<typeof schema>;
@@ -19,12 +19,20 @@ export interface Database {
   close(): Promise<void>;
 }
 
-// Bigint columns (SUM results, bigint ids) come back as numbers: every value we
-// sum is bounded by 2^31 per row and far below 2^53 in total.
-pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
-pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
+/**
+ * Bigint columns (SUM results, bigint ids) come back as numbers: every value we
+ * sum is bounded by 2^31 per row and far below 2^53 in total. These have to be
+ * pg's process-wide parsers, not the pool's `types` option: drizzle gives every
+ * query its own parsers, which fall back to the process-wide ones and never to
+ * the pool's. Setting the same parsers again (another pool) changes nothing.
+ */
+function parseBigintsAsNumbers(): void {
+  pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+  pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
+}
 
 export function openDatabase(url: string, poolSize: number, log: Logger): Database {
+  parseBigintsAsNumbers();
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   // An idle client can error when the server goes away (embedded postgres
   // getting Ctrl-C first); without a listener that would crash the process.
@@ -33,12 +41,9 @@ export function openDatabase(url: string, poolSize: number, log: Logger): Databa
   return { pool, db, close: () => pool.end() };
 }
 
-/** SQLSTATEs that mean "try the whole transaction again": deadlock, serialization failure. */
-const RETRYABLE = new Set(["40P01", "40001"]);
-
+/** A deadlock or serialization failure: the whole transaction may be tried again (see SQLSTATE_MEANINGS). */
 export function isRetryable(err: unknown): boolean {
-  const state = sqlState(err);
-  return state !== undefined && RETRYABLE.has(state);
+  return sqlStateMeaning(err) === "retry";
 }
 
 /**

@@ -1,5 +1,5 @@
 /** Applies the SQL migrations in drizzle/ (idempotent; safe to run from several processes at once). */
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { drizzle } from "drizzle-orm/node-postgres";
@@ -31,4 +31,38 @@ export async function runMigrations(pool: pg.Pool): Promise<void> {
   } finally {
     client.release();
   }
+}
+
+export interface SchemaVersion {
+  /** The last migration applied, or null for a database never migrated. */
+  current: string | null;
+  /** The last migration this release ships. */
+  latest: string;
+  applied: number;
+  /** Migrations this release would apply, oldest first. */
+  pending: string[];
+}
+
+/**
+ * Reads the schema version as drizzle's migrator sees it: a migration counts
+ * as applied when its timestamp is at or before the newest one recorded in
+ * drizzle.__drizzle_migrations (the migrator applies exactly those after it).
+ */
+export async function schemaVersion(pool: pg.Pool): Promise<SchemaVersion> {
+  const journal = JSON.parse(readFileSync(path.join(migrationsFolder(), "meta/_journal.json"), "utf8")) as {
+    entries: { tag: string; when: number }[];
+  };
+  const table = await pool.query<{ exists: boolean }>("SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS exists");
+  let newest = -Infinity;
+  if (table.rows[0].exists) {
+    const { rows } = await pool.query<{ newest: string | null }>("SELECT max(created_at)::text AS newest FROM drizzle.__drizzle_migrations");
+    if (rows[0].newest !== null) newest = Number(rows[0].newest);
+  }
+  const applied = journal.entries.filter((e) => e.when <= newest);
+  return {
+    current: applied.length > 0 ? applied[applied.length - 1].tag : null,
+    latest: journal.entries[journal.entries.length - 1]?.tag ?? "",
+    applied: applied.length,
+    pending: journal.entries.filter((e) => e.when > newest).map((e) => e.tag),
+  };
 }

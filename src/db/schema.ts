@@ -6,11 +6,11 @@
  * Concurrency model in one paragraph: every write that changes what a provider
  * offers or what is consumed from it bumps `resource_providers.generation` in
  * the same transaction, and every write to a consumer's allocations bumps
- * `consumers.generation`. Writers lock the rows they change with
- * SELECT ... FOR UPDATE (consumers first, then providers, each in id order,
- * then the inventory rows whose `used` the write changes, in id order and all
- * at once), so two writers can never both succeed from the same generation
- * and never deadlock.
+ * `consumers.generation`. Writers lock the rows they change (consumers FOR
+ * UPDATE in uuid order first, then providers FOR NO KEY UPDATE in id order,
+ * then the inventory rows whose `used` the write changes FOR UPDATE, in id
+ * order and all at once), so two writers can never both succeed from the
+ * same generation and never deadlock.
  */
 import { sql } from "drizzle-orm";
 import {

@@ -16,13 +16,38 @@ export function sqlState(err: unknown): string | undefined {
 }
 
 /**
- * SQLSTATEs that can only come from a value the client sent (a NUL character
- * in a name or path, a number beyond a column's range) reaching a query.
- * Validation should stop such values first; these are the safety net that
- * keeps them a 400 instead of a 500.
+ * What a database failure means for the request:
+ *   retry        run the whole transaction again (then a 409 once retries run out);
+ *   unavailable  the database cannot take requests now (a 503: retry later, look at the database);
+ *   unstorable, out of range  a value the client sent reached a query (a 400). Validation should
+ *                stop such values first; these rows are the safety net that keeps them from a 500.
  */
-export const BAD_INPUT_SQLSTATES: Record<string, string> = {
-  "22021": "The request contains characters that cannot be stored (such as NUL).",
-  "22P05": "The request contains characters that cannot be stored (such as NUL).",
-  "22003": "A number in the request is out of range.",
+export type SqlStateMeaning = "retry" | "unavailable" | "unstorable" | "out of range";
+
+/**
+ * The one list of SQLSTATEs (and socket errno names) the app gives a meaning;
+ * any other database error is a bug of ours (a 500). Class 08 (connection
+ * exception) is matched by its prefix, see sqlStateMeaning.
+ */
+export const SQLSTATE_MEANINGS: Readonly<Record<string, SqlStateMeaning>> = {
+  "40P01": "retry", // deadlock_detected
+  "40001": "retry", // serialization_failure
+  "53300": "unavailable", // too_many_connections
+  "57P01": "unavailable", // admin_shutdown
+  "57P03": "unavailable", // cannot_connect_now
+  ECONNREFUSED: "unavailable",
+  ECONNRESET: "unavailable",
+  ETIMEDOUT: "unavailable",
+  "22021": "unstorable", // character_not_in_repertoire (NUL in text)
+  "22P05": "unstorable", // untranslatable_character
+  "22003": "out of range", // numeric_value_out_of_range
 };
+
+/** The meaning of the first code along the error's cause chain that has one. */
+export function sqlStateMeaning(err: unknown): SqlStateMeaning | undefined {
+  for (const code of errorCodes(err)) {
+    const meaning = SQLSTATE_MEANINGS[code] ?? (/^08[0-9A-Z]{3}$/.test(code) ? "unavailable" : undefined);
+    if (meaning) return meaning;
+  }
+  return undefined;
+}

@@ -3,6 +3,7 @@ import type { Context } from "hono";
 import type { Config } from "../config.js";
 import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
+import type { Store } from "../services/store.js";
 import type { Identity } from "../auth/identity.js";
 import type { PolicyEnforcer } from "../auth/policy.js";
 import type { Microversion } from "./microversion.js";
@@ -11,6 +12,11 @@ export interface AppDeps {
   db: Db;
   config: Config;
   log: Logger;
+}
+
+/** What route factories are given: the app's inputs plus what createApp builds from them once. */
+export interface RouteDeps extends AppDeps {
+  store: Store;
 }
 
 export type AppEnv = {

@@ -1,12 +1,11 @@
 /**
  * Placement's error model: every error response is
  *   {"errors": [{"status", "title", "detail", "code", "request_id"}]}
- * with `code` only from microversion 1.23. Domain code throws PlacementError
- * (or a subclass); the app's error handler is the one place that turns it into
- * HTTP. Unknown exceptions become a 500 whose detail says nothing internal.
+ * with `code` only from microversion 1.23. The HTTP layer throws PlacementError;
+ * services throw domain errors, which error-table.ts maps to PlacementErrors.
+ * Unknown exceptions become a 500 whose detail says nothing internal.
  */
 
-import { BAD_INPUT_SQLSTATES, errorCodes, sqlState } from "../db/sql-state.js";
 import { bestMatch } from "./accept.js";
 
 /** Stable error codes. Clients match on these strings: do not change them. */
@@ -178,35 +177,4 @@ function renderWebobDefault(err: PlacementError, wanted: string | undefined, sta
 
 function escapeHtml(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-}
-
-/**
- * A 503 when the database cannot take the request right now (out of
- * connections, restarting, unreachable): the client should retry, and an
- * operator should look at the database, not at our code.
- */
-export function unavailableFromDatabase(err: unknown): PlacementError | undefined {
-  const state = sqlState(err);
-  const unreachable = errorCodes(err).some((code) => ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT"].includes(code));
-  if (!unreachable && !(state && (state.startsWith("08") || ["53300", "57P01", "57P03"].includes(state)))) return undefined;
-  return new PlacementError(503, "The database is unavailable or out of connections; retry later.");
-}
-
-/**
- * Placement's 409 for a write that PostgreSQL aborted as a deadlock or
- * serialization failure on every retry (see inTransaction): the data really
- * kept changing under it, and whether to try again is the client's call.
- * Routes with their own wording (allocations) answer before this runs.
- */
-export function conflictFromDatabase(err: unknown): PlacementError | undefined {
-  const state = sqlState(err);
-  if (state !== "40P01" && state !== "40001") return undefined;
-  return conflict("Another thread concurrently updated the data. Please retry your update", ErrorCode.CONCURRENT_UPDATE);
-}
-
-/** A 400 for a database error that bad client input caused (see BAD_INPUT_SQLSTATES); undefined for any other error. */
-export function badInputFromDatabase(err: unknown): PlacementError | undefined {
-  const state = sqlState(err);
-  const message = state ? BAD_INPUT_SQLSTATES[state] : undefined;
-  return message ? badRequest(message) : undefined;
 }

@@ -9,8 +9,8 @@ import { pyRepr } from "../http/validation.js";
 /** jsonschema's UUID_PATTERN for keys: 36 hex digits or dashes. */
 export const UUID_KEY = z.string().regex(/^[0-9a-fA-F-]{36}$/);
 const RESOURCE_CLASS_KEY = z.string().regex(/^[A-Z0-9_]+$/);
-const CONSUMER_TYPE = z.string().regex(/^[A-Z0-9_]+$/).min(1).max(255);
-const EXTERNAL_ID = z.string().min(1).max(255);
+export const CONSUMER_TYPE = z.string().regex(/^[A-Z0-9_]+$/).min(1).max(255);
+export const EXTERNAL_ID = z.string().min(1).max(255);
 const MAPPING_SUFFIX = z.string().regex(/^[a-zA-Z0-9_-]{0,64}$/);
 
 /** jsonschema's "format": "uuid": anything Python's uuid.UUID() parses, dashes where they belong. */

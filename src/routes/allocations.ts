@@ -4,22 +4,18 @@
  */
 import { Hono } from "hono";
 import { authorize } from "../auth/policy.js";
-import type { Config } from "../config.js";
-import { inTransaction, isRetryable } from "../db/database.js";
 import { readJsonBody, requireJsonContent } from "../http/body.js";
-import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
-import { badRequest, conflict, ErrorCode, notFound } from "../http/errors.js";
+import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
+import { badRequest } from "../http/errors.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
 import {
   deleteConsumerAllocations,
   getConsumerAllocations,
   getProviderAllocations,
-  replaceAllocations,
-  ResourceClassNotFound,
-  type ConsumerAllocations,
+  setAllocations,
+  setConsumerAllocations,
 } from "../services/allocations.js";
-import { findProviderByUuid } from "../services/providers.js";
 import { parseUuid } from "../http/uuid.js";
 import {
   POST_ALLOCATIONS_V1_13,
@@ -34,42 +30,7 @@ import {
   PUT_ALLOCATIONS_V1_8,
   type ParsedConsumerBody,
 } from "./allocation-schemas.js";
-
-/** Turns one consumer's parsed body into the service's terms for the request's microversion. */
-export function toConsumerWrite(c: AppContext, config: Config, consumerUuid: string, body: ParsedConsumerBody): ConsumerAllocations {
-  const mv = c.get("microversion");
-  // Before 1.8 nobody said whose allocations these are: Placement files them under configurable placeholder ids.
-  const complete = body.project_id !== undefined;
-  return {
-    consumerUuid,
-    projectId: complete ? body.project_id! : config.PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID,
-    userId: complete ? body.user_id! : config.PLACEMENT_INCOMPLETE_CONSUMER_USER_ID,
-    generation: mv.atLeast("1.28") ? (body.consumer_generation ?? null) : undefined,
-    consumerType: mv.atLeast("1.38") ? body.consumer_type : undefined,
-    allocations: Object.fromEntries(Object.entries(body.allocations).map(([rp, a]) => [rp, a.resources])),
-  };
-}
-
-/**
- * Runs an allocation write in its own transaction, retried on deadlock or
- * serialization failure as configured. When the retries run out the client
- * gets Placement's 409 for a write that kept colliding (retrying is theirs
- * to decide), never a 500.
- */
-export async function writeAllocations(deps: AppDeps, writes: ConsumerAllocations[], unknownClass: (message: string) => string) {
-  try {
-    await inTransaction(deps.db, (tx) => replaceAllocations(tx, writes), deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT);
-  } catch (err) {
-    if (err instanceof ResourceClassNotFound) throw badRequest(unknownClass(err.message));
-    if (isRetryable(err)) {
-      throw conflict(
-        "Inventory and/or allocations changed while attempting to allocate: Another thread concurrently updated the resource provider data. Please retry your update",
-        ErrorCode.CONCURRENT_UPDATE,
-      );
-    }
-    throw err;
-  }
-}
+import { toConsumerWrite } from "./consumer-writes.js";
 
 function putSchema(c: AppContext) {
   const mv = c.get("microversion");
@@ -94,7 +55,7 @@ function listToDict(body: { allocations: Array<{ resource_provider: { uuid: stri
   return Object.fromEntries(body.allocations.map((a) => [a.resource_provider.uuid, { resources: a.resources }]));
 }
 
-export function allocationRoutes(deps: AppDeps): Hono<AppEnv> {
+export function allocationRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   declareRoute(app, "/allocations", {
@@ -105,7 +66,7 @@ export function allocationRoutes(deps: AppDeps): Hono<AppEnv> {
       authorize(c, "placement:allocations:manage");
       const body = (await readJsonBody(c, postSchema(c))) as Record<string, ParsedConsumerBody>;
       const writes = Object.entries(body).map(([uuid, consumer]) => toConsumerWrite(c, deps.config, uuid, consumer));
-      await writeAllocations(deps, writes, (m) => `Unable to allocate inventory ${m}`);
+      await setAllocations(deps.store, writes);
       return c.body(null, 204);
     },
   });
@@ -140,18 +101,12 @@ export function allocationRoutes(deps: AppDeps): Hono<AppEnv> {
       const parsed = await readJsonBody(c, putSchema(c));
       const body = (c.get("microversion").atLeast("1.12") ? parsed : { ...parsed, allocations: listToDict(parsed as never) }) as ParsedConsumerBody;
       const write = toConsumerWrite(c, deps.config, consumerUuid, body);
-      await writeAllocations(deps, [write], (m) => `Unable to allocate inventory for consumer ${consumerUuid}: ${m}`);
+      await setConsumerAllocations(deps.store, write);
       return c.body(null, 204);
     },
     DELETE: async (c) => {
       authorize(c, "placement:allocations:delete");
-      const consumerUuid = c.req.param("consumer_uuid");
-      const deleted = await inTransaction(
-        deps.db,
-        (tx) => deleteConsumerAllocations(tx, consumerUuid),
-        deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT,
-      );
-      if (!deleted) throw notFound(`No allocations for consumer '${consumerUuid}'`);
+      await deleteConsumerAllocations(deps.store, c.req.param("consumer_uuid"));
       return c.body(null, 204);
     },
   });
@@ -159,10 +114,7 @@ export function allocationRoutes(deps: AppDeps): Hono<AppEnv> {
   declareRoute(app, "/resource_providers/:uuid/allocations", {
     GET: async (c) => {
       authorize(c, "placement:resource_providers:allocations:list");
-      const uuid = c.req.param("uuid");
-      const provider = await findProviderByUuid(deps.db, uuid);
-      if (!provider) throw notFound(`Resource provider '${uuid}' not found: No resource provider with uuid ${uuid} found`);
-      const rows = await getProviderAllocations(deps.db, provider.id);
+      const { provider, allocations: rows } = await getProviderAllocations(deps.db, c.req.param("uuid"));
       const showGeneration = c.get("microversion").atLeast("1.28");
       const allocations: Record<string, { resources: Record<string, number>; consumer_generation?: number }> = {};
       for (const a of rows) {

@@ -13,18 +13,18 @@ import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
 import { inTransaction } from "../db/database.js";
-import { getProviderByUuid, providerNotFound, findProviderByUuid } from "../services/providers.js";
+import { requireProvider } from "../services/providers.js";
 import {
   addInventory,
   deleteAllInventories,
   deleteInventory,
-  listInventories,
+  getProviderInventories,
+  getProviderInventory,
   replaceInventories,
   updateInventory,
   type InventoryData,
 } from "../services/inventories.js";
-import { notFound } from "../http/errors.js";
-import { absoluteUrl, providerUrl } from "./resource-providers.js";
+import { absoluteUrl, providerUrl } from "../http/urls.js";
 import { INVENTORY_RECORD, inventoryWithDefaults, RC_PATTERN } from "./inventory-schemas.js";
 
 /** PUT .../inventories/{rc}: the record plus the generation the client saw. */
@@ -79,14 +79,6 @@ function sendInventory(c: AppContext, inv: InventoryData, generation: number, st
   return sendJson(c, { ...serializeInventory(inv, ratioAsInteger), resource_provider_generation: generation }, status);
 }
 
-/** GETs name the provider twice in their 404, as Placement does. */
-async function providerForRead(c: AppContext, deps: AppDeps) {
-  const uuid = c.req.param("uuid")!;
-  const provider = await findProviderByUuid(deps.db, uuid);
-  if (!provider) throw providerNotFound(uuid, ` : No resource provider with uuid ${uuid} found`);
-  return provider;
-}
-
 export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const { db } = deps;
@@ -95,8 +87,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
   declareRoute(app, "/resource_providers/:uuid/inventories", {
     GET: async (c) => {
       authorize(c, "placement:resource_providers:inventories:list");
-      const provider = await providerForRead(c, deps);
-      const rows = await listInventories(db, provider.id);
+      const { provider, inventories: rows } = await getProviderInventories(db, c.req.param("uuid"));
       // Placement takes the newest of the inventories, with no fallback: none, no Last-Modified.
       setLastModified(c, rows.length ? newestTimestamp(rows) : null);
       return sendJson(c, {
@@ -109,7 +100,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       requireJsonContent(c);
       authorize(c, "placement:resource_providers:inventories:create");
       const uuid = c.req.param("uuid");
-      await getProviderByUuid(db, uuid);
+      await requireProvider(db, uuid);
       const body = await readJsonBody(c, POST_INVENTORY);
       const inv = inventoryWithDefaults(body);
       const generation = await inTransaction(db, (tx) => addInventory(tx, uuid, body.resource_class, inv, reservedMayEqualTotal(c)));
@@ -122,7 +113,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       authorize(c, "placement:resource_providers:inventories:update");
       const uuid = c.req.param("uuid");
       // Placement looks the provider up before it reads the body: 404 wins over 400.
-      await getProviderByUuid(db, uuid);
+      await requireProvider(db, uuid);
       const body = await readJsonBody(c, PUT_INVENTORIES);
       const items = new Map(Object.entries(body.inventories).map(([rc, r]) => [rc, inventoryWithDefaults(r)]));
       const generation = await inTransaction(db, (tx) =>
@@ -150,11 +141,8 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
   declareRoute(app, "/resource_providers/:uuid/inventories/:resource_class", {
     GET: async (c) => {
       authorize(c, "placement:resource_providers:inventories:show");
-      const provider = await providerForRead(c, deps);
-      const rc = c.req.param("resource_class");
-      const inv = (await listInventories(db, provider.id)).find((r) => r.resourceClass === rc);
-      if (!inv) throw notFound(`No inventory of class ${rc} for ${provider.uuid}`);
-      return sendInventory(c, inv, provider.generation, 200, newestTimestamp([inv]));
+      const { provider, inventory } = await getProviderInventory(db, c.req.param("uuid"), c.req.param("resource_class"));
+      return sendInventory(c, inventory, provider.generation, 200, newestTimestamp([inventory]));
     },
 
     PUT: async (c) => {
@@ -162,7 +150,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       authorize(c, "placement:resource_providers:inventories:update");
       const uuid = c.req.param("uuid");
       const rc = c.req.param("resource_class");
-      await getProviderByUuid(db, uuid);
+      await requireProvider(db, uuid);
       const body = await readJsonBody(c, PUT_INVENTORY);
       const inv = inventoryWithDefaults(body);
       const generation = await inTransaction(db, (tx) =>

@@ -2,12 +2,9 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
-import { inTransaction, isRetryable } from "../db/database.js";
 import { readJsonBody, requireJsonContent } from "../http/body.js";
-import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
-import { badRequest, conflict, ErrorCode } from "../http/errors.js";
+import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
-import { ResourceClassNotFound } from "../services/allocations.js";
 import { reshape } from "../services/reshaper.js";
 import {
   minProperties,
@@ -17,7 +14,7 @@ import {
   UUID_KEY,
   type ParsedConsumerBody,
 } from "./allocation-schemas.js";
-import { toConsumerWrite } from "./allocations.js";
+import { toConsumerWrite } from "./consumer-writes.js";
 import { INVENTORY_RECORD, inventoryWithDefaults, RC_PATTERN } from "./inventory-schemas.js";
 
 const PROVIDER_INVENTORIES = z.strictObject({
@@ -42,7 +39,7 @@ function schemaFor(c: AppContext) {
   return POST_RESHAPER_V1_30;
 }
 
-export function reshaperRoutes(deps: AppDeps): Hono<AppEnv> {
+export function reshaperRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   declareRoute(app, "/reshaper", {
@@ -60,16 +57,7 @@ export function reshaperRoutes(deps: AppDeps): Hono<AppEnv> {
         inventories: new Map(Object.entries(p.inventories).map(([rc, r]) => [rc, inventoryWithDefaults(r)])),
       }));
       const allocations = Object.entries(body.allocations).map(([uuid, a]) => toConsumerWrite(c, deps.config, uuid, a));
-      try {
-        await inTransaction(deps.db, (tx) => reshape(tx, inventories, allocations), deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT);
-      } catch (err) {
-        if (err instanceof ResourceClassNotFound) throw badRequest(`malformed reshaper data: ${err.message}`);
-        // Retries exhausted on deadlocks: Placement's 409 for a concurrent update, not a 500.
-        if (isRetryable(err)) {
-          throw conflict("update conflict: Another thread concurrently updated the data. Please retry your update", ErrorCode.CONCURRENT_UPDATE);
-        }
-        throw err;
-      }
+      await reshape(deps.store, inventories, allocations);
       return c.body(null, 204);
     },
   });

@@ -10,6 +10,7 @@ import { readJsonBody, requireJsonContent } from "../http/body.js";
 import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute } from "../http/routing.js";
+import { absoluteUrl, providerUrl } from "../http/urls.js";
 import { canonicalUuid, zUuid } from "../http/uuid.js";
 import { inTransaction } from "../db/database.js";
 import { queryPairs } from "../query/query-string.js";
@@ -37,10 +38,6 @@ const PUT_PROVIDER = POST_PROVIDER.omit({ uuid: true });
 /** 1.14: a provider may be given a parent (moved or un-parented from 1.37). */
 const PUT_PROVIDER_V1_14 = POST_PROVIDER_V1_14.omit({ uuid: true });
 
-export function providerUrl(uuid: string): string {
-  return `/resource_providers/${uuid}`;
-}
-
 /** Placement's provider links: which relations exist depends on the microversion. */
 function providerLinks(c: AppContext, uuid: string): Array<{ rel: string; href: string }> {
   const mv = c.get("microversion");
@@ -64,11 +61,6 @@ export function serializeProvider(c: AppContext, p: ProviderView): Record<string
     out.root_provider_uuid = p.rootProviderUuid;
   }
   return out;
-}
-
-/** Location headers are absolute, as webob makes them. */
-export function absoluteUrl(c: AppContext, path: string): string {
-  return new URL(path, c.req.url).toString();
 }
 
 /**

@@ -13,7 +13,7 @@ import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
 import { zInteger } from "../http/json-types.js";
 import { validateQuery } from "../http/validation.js";
-import { findProviderByUuid, providerNotFound } from "../services/providers.js";
+import { getProviderByUuid } from "../services/providers.js";
 import {
   deleteTrait,
   ensureTrait,
@@ -109,9 +109,7 @@ export function traitRoutes({ db }: AppDeps): Hono<AppEnv> {
       requireMicroversion(c, "1.6");
       authorize(c, "placement:resource_providers:traits:list");
       // Placement's handler catches the lookup's NotFound and names the provider twice.
-      const uuid = c.req.param("uuid");
-      const provider = await findProviderByUuid(db, uuid);
-      if (!provider) throw providerNotFound(uuid, `: No resource provider with uuid ${uuid} found`);
+      const provider = await getProviderByUuid(db, c.req.param("uuid"), "list traits");
       const rows = await providerTraits(db, provider.id);
       setLastModified(c, newestTimestamp(rows));
       return c.json({ traits: traitNames(rows), resource_provider_generation: provider.generation });

@@ -4,10 +4,8 @@ import { z } from "zod";
 import { queryPairs, validateQuery } from "../query/query-string.js";
 import { authorize } from "../auth/policy.js";
 import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
-import { notFound } from "../http/errors.js";
 import { setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
-import { findProviderByUuid } from "../services/providers.js";
 import { getProviderUsages, getTotalUsages, getUsagesByConsumerType } from "../services/usages.js";
 
 const EXTERNAL_ID = z.string().min(1).max(255);
@@ -39,10 +37,7 @@ export function usageRoutes(deps: AppDeps): Hono<AppEnv> {
   declareRoute(app, "/resource_providers/:uuid/usages", {
     GET: async (c) => {
       authorize(c, "placement:resource_providers:usages");
-      const uuid = c.req.param("uuid");
-      const provider = await findProviderByUuid(deps.db, uuid);
-      if (!provider) throw notFound(`No resource provider with uuid ${uuid} found: No resource provider with uuid ${uuid} found`);
-      const usages = await getProviderUsages(deps.db, provider.id);
+      const { provider, usages } = await getProviderUsages(deps.db, c.req.param("uuid"));
       // Usage is a question about now, so Last-Modified is now (Placement's reasoning too).
       setLastModified(c, new Date());
       return c.json({ resource_provider_generation: provider.generation, usages });

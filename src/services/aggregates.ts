@@ -5,7 +5,7 @@
 import { and, asc, eq, inArray, notInArray } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { aggregates, resourceProviderAggregates } from "../db/schema.js";
-import { bumpProviderGeneration, checkGeneration, lockProviderByUuid } from "./providers.js";
+import { bumpProviderGeneration, checkGeneration, lockProviderForNoKeyUpdate } from "./providers.js";
 
 /** The uuids of the aggregates a provider belongs to, oldest aggregate first. */
 export async function providerAggregates(q: Queryable, providerId: number): Promise<string[]> {
@@ -17,10 +17,6 @@ export async function providerAggregates(q: Queryable, providerId: number): Prom
     .orderBy(asc(aggregates.id));
   return rows.map((r) => r.uuid);
 }
-
-/** Placement's wording when the generation a client sent for an aggregate update is stale. */
-const AGGREGATE_GENERATION_CONFLICT =
-  "Resource provider's generation already changed. Please update the generation and try again.";
 
 /**
  * Makes `uuids` the provider's aggregates. With `expectedGeneration` (from
@@ -34,8 +30,8 @@ export async function setProviderAggregates(
   uuids: readonly string[],
   expectedGeneration?: number,
 ): Promise<number> {
-  const provider = await lockProviderByUuid(tx, providerUuid);
-  if (expectedGeneration !== undefined) checkGeneration(provider, expectedGeneration, AGGREGATE_GENERATION_CONFLICT);
+  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+  if (expectedGeneration !== undefined) checkGeneration(provider, expectedGeneration, "aggregates");
   const wanted = [...new Set(uuids)];
   let ids: number[] = [];
   if (wanted.length > 0) {
@@ -63,5 +59,5 @@ export async function setProviderAggregates(
       .onConflictDoNothing();
   }
   if (expectedGeneration === undefined) return provider.generation;
-  return bumpProviderGeneration(tx, provider.id, provider.generation, AGGREGATE_GENERATION_CONFLICT);
+  return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "aggregates" });
 }

@@ -6,7 +6,8 @@
  * Why concurrent claims cannot overcommit a provider: a write locks, in one
  * transaction, first the consumer rows it rewrites (in uuid order, by the
  * upsert that also creates new ones) and then the provider rows it allocates
- * from (in id order, SELECT ... FOR UPDATE).
+ * from (in id order, SELECT ... FOR NO KEY UPDATE, the provider writers' lock:
+ * see lockProvidersForNoKeyUpdate).
  * Every writer that adds usage to a provider holds that provider's row lock
  * while it sums the provider's allocations, checks capacity and inserts, so
  * those steps of two writers on one provider never interleave; and under READ
@@ -23,7 +24,9 @@
  */
 import { sql } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
-import { badRequest, conflict } from "../http/errors.js";
+import { AllocationsNotFound, CapacityExceeded, ClassNotFound, ProviderNotFound, type ClassLookup } from "./errors.js";
+import { getProviderByUuid, type ProviderRow } from "./providers.js";
+import { writeTransaction, type Store } from "./store.js";
 import { inventoryRowsToLock, type InventoryData } from "./inventories.js";
 import { consumerGenerationConflict, deleteConsumersWithoutAllocations, lockConsumers, upsertConsumers } from "./consumers.js";
 
@@ -43,16 +46,29 @@ export interface ConsumerAllocations {
   allocations: Record<string, Resources>;
 }
 
-/** A resource class name that does not exist; each API words the 400 its own way. */
-export class ResourceClassNotFound extends Error {
-  constructor(readonly className: string) {
-    super(`No such resource class ${className}.`);
-  }
+/** Which request writes the allocations: what an unknown resource class is reported against. */
+export type AllocationWriter = Extract<ClassLookup, { in: "allocations" | "reshape" }>;
+
+/** PUT /allocations/{consumer_uuid}: one consumer's allocations, in their own transaction. */
+export async function setConsumerAllocations(store: Store, write: ConsumerAllocations): Promise<void> {
+  await writeAllocationsTransaction(store, [write], { in: "allocations", consumer: write.consumerUuid });
 }
 
-/** Placement's 409 for allocations the inventory does not allow ("Unable to allocate inventory: ..."). */
-function unableToAllocate(message: string) {
-  return conflict(`Unable to allocate inventory: ${message}`);
+/** POST /allocations: several consumers' allocations, all or nothing. */
+export async function setAllocations(store: Store, writes: readonly ConsumerAllocations[]): Promise<void> {
+  await writeAllocationsTransaction(store, writes, { in: "allocations" });
+}
+
+/**
+ * Runs an allocation write in its own transaction, retried on deadlock or
+ * serialization failure as configured; when the retries run out, a
+ * ConcurrentUpdate.
+ */
+async function writeAllocationsTransaction(store: Store, writes: readonly ConsumerAllocations[], writer: AllocationWriter): Promise<void> {
+  await writeTransaction(store.db, (tx) => replaceAllocations(tx, writes, writer), {
+    retries: store.allocationRetries,
+    during: "allocate",
+  });
 }
 
 type ProviderLock = {
@@ -70,12 +86,13 @@ type Released = { providerId: number; classId: number; used: number };
 /**
  * Replaces the allocations of every consumer in `writes`, all or nothing,
  * inside the caller's transaction. Consumers left without allocations are
- * deleted. Throws Placement's 400/409 errors, or ResourceClassNotFound.
+ * deleted. Throws GenerationConflict, ProviderNotFound, ClassNotFound (as
+ * seen by `writer`) or CapacityExceeded.
  * A claim for a new consumer costs three statements (consumers; providers
  * and classes; capacity check and write) between BEGIN and COMMIT: round
  * trips, not SQL, are what a claim spends its time on.
  */
-export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAllocations[]): Promise<void> {
+export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAllocations[], writer: AllocationWriter): Promise<void> {
   if (writes.length === 0) return;
 
   // 1. Consumers: get or create, set their owners, and lock them, in one statement.
@@ -88,8 +105,8 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
     const row = locked.get(w.consumerUuid);
     if (!row) throw new Error(`consumer ${w.consumerUuid} neither locked nor created`);
     if (w.generation !== undefined) {
-      if (!row.created && row.generation !== w.generation) throw consumerGenerationConflict(row.generation, w.generation);
-      if (row.created && w.generation !== null) throw consumerGenerationConflict(null, w.generation);
+      if (!row.created && row.generation !== w.generation) throw consumerGenerationConflict(w.consumerUuid, row.generation, w.generation);
+      if (row.created && w.generation !== null) throw consumerGenerationConflict(w.consumerUuid, null, w.generation);
     }
     return row;
   });
@@ -111,9 +128,9 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
   );
   const providerByUuid = new Map(providers.map((p) => [p.uuid, p]));
   for (const uuid of requestedUuids) {
-    if (!providerByUuid.has(uuid)) throw badRequest(`Allocation for resource provider '${uuid}' that does not exist.`);
+    if (!providerByUuid.has(uuid)) throw new ProviderNotFound(uuid, "allocate");
   }
-  for (const name of classNames) if (!classIds.has(name)) throw new ResourceClassNotFound(name);
+  for (const name of classNames) if (!classIds.has(name)) throw new ClassNotFound(name, writer);
 
   // 3. Clean slate for these consumers (a consumer created just now has nothing to remove),
   // remembering what they held: a provider already over capacity may take back as much.
@@ -168,7 +185,7 @@ async function lockProvidersAndResolveClasses(
       SELECT id, uuid FROM resource_providers
       WHERE uuid = ANY(${sql.param(uuids)}::text[])
          OR id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY(${sql.param(emptiedConsumerIds)}::int[]))
-      ORDER BY id FOR UPDATE
+      ORDER BY id FOR NO KEY UPDATE
     )
     SELECT 'p' AS kind, id, uuid AS name FROM locked
     UNION ALL
@@ -262,25 +279,21 @@ function checkCapacity(wanted: readonly Wanted[], released: readonly Released[],
   const withoutAny = [...new Set(wanted.filter((a) => !rows.some((r) => r.providerId === a.providerId)).map((a) => a.providerUuid))];
   if (withoutAny.length > 0) {
     const classes = [...classIds.entries()].sort((a, b) => a[1] - b[1]).map(([name]) => name);
-    throw unableToAllocate(`Inventory for '${classes.join(", ")}' on resource provider '${withoutAny.join(", ")}' invalid.`);
+    throw new CapacityExceeded({ problem: "no inventory", classes, providers: withoutAny });
   }
   const requested = new Map<string, number>();
   for (const a of wanted) {
     const key = `${a.providerId}:${a.classId}`;
     requested.set(key, (requested.get(key) ?? 0) + a.used);
     const inv = inventory.get(key);
-    if (!inv) throw unableToAllocate(`Inventory for '${a.className}' on resource provider '${a.providerUuid}' invalid.`);
+    if (!inv) throw new CapacityExceeded({ problem: "no inventory", classes: [a.className], providers: [a.providerUuid] });
     if (a.used < inv.minUnit || a.used > inv.maxUnit || a.used % inv.stepSize !== 0) {
-      throw unableToAllocate(
-        `Unable to create allocation for '${a.className}' on resource provider '${a.providerUuid}'. The requested amount would violate inventory constraints.`,
-      );
+      throw new CapacityExceeded({ problem: "constraints", resourceClass: a.className, provider: a.providerUuid });
     }
     const capacity = (inv.total - inv.reserved) * inv.allocationRatio;
     const raisesUsage = asked.get(key)! > (held.get(key) ?? 0);
     if (raisesUsage && (capacity < inv.used + a.used || capacity < inv.used + requested.get(key)!)) {
-      throw unableToAllocate(
-        `Unable to create allocation for '${a.className}' on resource provider '${a.providerUuid}'. The requested amount would exceed the capacity.`,
-      );
+      throw new CapacityExceeded({ problem: "capacity", resourceClass: a.className, provider: a.providerUuid });
     }
   }
 }
@@ -332,8 +345,13 @@ export async function getConsumerAllocations(q: Queryable, consumerUuid: string)
   };
 }
 
-/** Every allocation on one provider (by internal id), in consumer, class order. */
-export async function getProviderAllocations(q: Queryable, providerId: number): Promise<AllocationView[]> {
+/** GET /resource_providers/{uuid}/allocations: the provider and every allocation on it, in consumer, class order. */
+export async function getProviderAllocations(q: Queryable, uuid: string): Promise<{ provider: ProviderRow; allocations: AllocationView[] }> {
+  const provider = await getProviderByUuid(q, uuid, "list allocations");
+  return { provider, allocations: await allocationsOnProvider(q, provider.id) };
+}
+
+async function allocationsOnProvider(q: Queryable, providerId: number): Promise<AllocationView[]> {
   const res = await q.execute<AllocationView>(sql`
     SELECT ${VIEW_COLUMNS}
     FROM allocations a
@@ -354,12 +372,19 @@ function withDates<T extends { createdAt: Date | string; updatedAt: Date | strin
  * DELETE /allocations/{uuid}: removes the consumer and everything it holds,
  * under the consumer's row lock so it cannot interleave with a rewrite.
  * As in Placement, provider generations are not bumped (freeing usage
- * cannot overcommit anything). Returns false when the consumer holds nothing.
+ * cannot overcommit anything). AllocationsNotFound when the consumer holds nothing.
  */
-export async function deleteConsumerAllocations(tx: Tx, consumerUuid: string): Promise<boolean> {
-  const consumer = (await lockConsumers(tx, [consumerUuid])).get(consumerUuid);
-  if (!consumer) return false;
-  const deleted = await tx.execute(sql`DELETE FROM allocations WHERE consumer_id = ${consumer.id}`);
-  await deleteConsumersWithoutAllocations(tx, [consumer.id]);
-  return (deleted.rowCount ?? 0) > 0;
+export async function deleteConsumerAllocations(store: Store, consumerUuid: string): Promise<void> {
+  const deleted = await writeTransaction(
+    store.db,
+    async (tx) => {
+      const consumer = (await lockConsumers(tx, [consumerUuid])).get(consumerUuid);
+      if (!consumer) return false;
+      const rows = await tx.execute(sql`DELETE FROM allocations WHERE consumer_id = ${consumer.id}`);
+      await deleteConsumersWithoutAllocations(tx, [consumer.id]);
+      return (rows.rowCount ?? 0) > 0;
+    },
+    { retries: store.allocationRetries },
+  );
+  if (!deleted) throw new AllocationsNotFound(consumerUuid);
 }

@@ -8,7 +8,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { Tx } from "../db/database.js";
-import { conflict, ErrorCode } from "../http/errors.js";
+import { GenerationConflict } from "./errors.js";
 
 export type ConsumerRow = {
   id: number;
@@ -128,12 +128,9 @@ async function upsertWithKnownOwners(tx: Tx, consumers: readonly ConsumerOwner[]
   return rows;
 }
 
-/** Placement's 409 for a stale consumer generation: "expected <actual> but got <given>", word for word. */
-export function consumerGenerationConflict(actual: number | null, given: number | null) {
-  return conflict(
-    `consumer generation conflict - expected ${actual === null ? "null" : actual} but got ${given === null ? "None" : given}`,
-    ErrorCode.CONCURRENT_UPDATE,
-  );
+/** A stale consumer generation; `actual` null: the consumer does not exist yet. */
+export function consumerGenerationConflict(uuid: string, actual: number | null, given: number | null): GenerationConflict {
+  return new GenerationConflict({ of: "consumer", uuid, actual, given });
 }
 
 /** Placement removes a consumer once it holds nothing; so do we, in the same transaction as the write that emptied it. */

@@ -11,8 +11,15 @@
 import { and, asc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { allocations, inventories, resourceClasses } from "../db/schema.js";
-import { badRequest, conflict, ErrorCode, notFound, type PlacementError } from "../http/errors.js";
-import { bumpProviderGeneration, canBeStored, checkGeneration, lockProviderByUuid, type ProviderRow } from "./providers.js";
+import { ClassNotFound, InvalidInventory, InventoryExists, InventoryInUse, InventoryNotFound } from "./errors.js";
+import {
+  bumpProviderGeneration,
+  canBeStored,
+  checkGeneration,
+  getProviderByUuid,
+  lockProviderForNoKeyUpdate,
+  type ProviderRow,
+} from "./providers.js";
 
 /** Largest value of an integer inventory field (a signed 32-bit column). */
 export const MAX_INT = 2147483647;
@@ -49,22 +56,32 @@ export function capacity(inv: InventoryData): number {
 /**
  * Placement's inventory rule: before 1.26 reserved must be less than total;
  * from 1.26 it may equal total (a provider kept fully reserved).
- * Returns the reason text, or undefined when the inventory is acceptable.
+ * Throws InvalidInventory for the first inventory that breaks it.
  */
-export function capacityProblem(rc: string, providerUuid: string, inv: InventoryData, reservedMayEqualTotal: boolean): string | undefined {
-  // reserved against total only, as Placement's _validate_inventory_capacity: the ratio plays no part.
-  if (reservedMayEqualTotal ? inv.reserved > inv.total : inv.reserved >= inv.total) {
-    const rule = reservedMayEqualTotal ? "greater than total" : "greater than or equal to total";
-    return `Invalid inventory for '${rc}' on resource provider '${providerUuid}'. The reserved value is ${rule}.`;
+export function assertCapacity(
+  providerUuid: string,
+  items: Map<string, InventoryData>,
+  reservedMayEqualTotal: boolean,
+  during: InvalidInventory["during"],
+): void {
+  for (const [rc, inv] of items) {
+    // reserved against total only, as Placement's _validate_inventory_capacity: the ratio plays no part.
+    if (reservedMayEqualTotal ? inv.reserved > inv.total : inv.reserved >= inv.total) throw new InvalidInventory(providerUuid, rc, reservedMayEqualTotal, during);
   }
-  return undefined;
 }
 
-function assertCapacity(prefix: string, providerUuid: string, items: Map<string, InventoryData>, reservedMayEqualTotal: boolean): void {
-  for (const [rc, inv] of items) {
-    const problem = capacityProblem(rc, providerUuid, inv, reservedMayEqualTotal);
-    if (problem) throw badRequest(`${prefix}${problem}`);
-  }
+/** GET /resource_providers/{uuid}/inventories: the provider and its inventories, in class id order. */
+export async function getProviderInventories(q: Queryable, uuid: string): Promise<{ provider: ProviderRow; inventories: InventoryView[] }> {
+  const provider = await getProviderByUuid(q, uuid, "list inventories");
+  return { provider, inventories: await listInventories(q, provider.id) };
+}
+
+/** GET /resource_providers/{uuid}/inventories/{rc}: the provider and its inventory of one class. */
+export async function getProviderInventory(q: Queryable, uuid: string, rc: string): Promise<{ provider: ProviderRow; inventory: InventoryView }> {
+  const { provider, inventories: all } = await getProviderInventories(q, uuid);
+  const inventory = all.find((r) => r.resourceClass === rc);
+  if (!inventory) throw new InventoryNotFound(provider.uuid, rc, "show");
+  return { provider, inventory };
 }
 
 export async function listInventories(q: Queryable, providerId: number): Promise<InventoryView[]> {
@@ -84,10 +101,6 @@ export async function listInventories(q: Queryable, providerId: number): Promise
     .innerJoin(resourceClasses, eq(resourceClasses.id, inventories.resourceClassId))
     .where(eq(inventories.resourceProviderId, providerId))
     .orderBy(asc(inventories.resourceClassId));
-}
-
-export function inventoryInUse(classes: string[], providerUuid: string, prefix = ""): PlacementError {
-  return conflict(`${prefix}Inventory for '${classes.join(", ")}' on resource provider '${providerUuid}' in use.`, ErrorCode.INVENTORY_INUSE);
 }
 
 /** Names of the given classes that still have allocations against the provider. */
@@ -126,11 +139,6 @@ const columns = (inv: InventoryData) => ({
   allocationRatio: inv.allocationRatio,
 });
 
-export interface SetInventoryOptions {
-  /** Put in front of the 409 for removing an inventory that has allocations. */
-  inUsePrefix?: string;
-}
-
 /**
  * The inventory rows of the providers `providerIds` (a subquery or an array
  * expression) and of every provider the consumers `consumerIds` hold
@@ -160,19 +168,17 @@ export function inventoryRowsToLock(providerIds: SQL, consumerIds: readonly numb
  * Makes `items` the provider's whole inventory: adds, updates and removes
  * rows, then bumps the generation. The caller holds the provider's row lock
  * (and has checked the generation the client sent). Unknown classes are a
- * 400; removing a class that has allocations is a 409.
+ * ClassNotFound; removing a class that has allocations an InventoryInUse.
  */
 export async function setProviderInventories(
   tx: Tx,
   provider: ProviderRow,
   items: Map<string, InventoryData>,
-  options: SetInventoryOptions = {},
+  during: "replace" | "delete all",
 ): Promise<number> {
   const ids = await classIdsByName(tx, [...items.keys()]);
   for (const rc of items.keys()) {
-    if (!ids.has(rc)) {
-      throw badRequest(`Unknown resource class in inventory for resource provider ${provider.uuid}: No such resource class ${rc}.`);
-    }
+    if (!ids.has(rc)) throw new ClassNotFound(rc, { in: "inventories", provider: provider.uuid });
   }
   // All of the provider's rows, locked at once in id order (see inventoryRowsToLock).
   const existing = await tx
@@ -184,7 +190,7 @@ export async function setProviderInventories(
   const wanted = new Set(ids.values());
   const toDelete = existing.map((r) => r.id).filter((id) => !wanted.has(id));
   const inUse = await classesInUse(tx, provider.id, toDelete);
-  if (inUse.length > 0) throw inventoryInUse(inUse, provider.uuid, options.inUsePrefix);
+  if (inUse.length > 0) throw new InventoryInUse(provider.uuid, inUse, during);
   if (toDelete.length > 0) {
     await tx.delete(inventories).where(and(eq(inventories.resourceProviderId, provider.id), inArray(inventories.resourceClassId, toDelete)));
   }
@@ -201,7 +207,7 @@ export async function setProviderInventories(
       await tx.insert(inventories).values({ resourceProviderId: provider.id, resourceClassId: classId, ...columns(inv) });
     }
   }
-  return bumpProviderGeneration(tx, provider.id, provider.generation);
+  return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
 }
 
 /** PUT /resource_providers/{uuid}/inventories. Returns the new generation. */
@@ -212,16 +218,16 @@ export async function replaceInventories(
   items: Map<string, InventoryData>,
   reservedMayEqualTotal: boolean,
 ): Promise<number> {
-  const provider = await lockProviderByUuid(tx, providerUuid);
-  checkGeneration(provider, expectedGeneration);
-  assertCapacity(`Unable to update inventory for resource provider ${provider.uuid}: `, provider.uuid, items, reservedMayEqualTotal);
-  return setProviderInventories(tx, provider, items, { inUsePrefix: "update conflict: " });
+  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+  checkGeneration(provider, expectedGeneration, "inventories");
+  assertCapacity(provider.uuid, items, reservedMayEqualTotal, "update");
+  return setProviderInventories(tx, provider, items, "replace");
 }
 
 /** DELETE /resource_providers/{uuid}/inventories (1.5): no generation from the client. */
 export async function deleteAllInventories(tx: Tx, providerUuid: string): Promise<number> {
-  const provider = await lockProviderByUuid(tx, providerUuid);
-  return setProviderInventories(tx, provider, new Map());
+  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+  return setProviderInventories(tx, provider, new Map(), "delete all");
 }
 
 /** POST /resource_providers/{uuid}/inventories: one new class. Returns the new generation. */
@@ -232,23 +238,17 @@ export async function addInventory(
   inv: InventoryData,
   reservedMayEqualTotal: boolean,
 ): Promise<number> {
-  const prefix = `Unable to create inventory for resource provider ${providerUuid}: `;
-  const provider = await lockProviderByUuid(tx, providerUuid);
-  assertCapacity(prefix, provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal);
+  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+  assertCapacity(provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal, "create");
   const classId = (await classIdsByName(tx, [rc])).get(rc);
-  if (classId === undefined) throw badRequest(`${prefix}No such resource class ${rc}.`);
+  if (classId === undefined) throw new ClassNotFound(rc, { in: "new inventory", provider: provider.uuid });
   const inserted = await tx
     .insert(inventories)
     .values({ resourceProviderId: provider.id, resourceClassId: classId, ...columns(inv) })
     .onConflictDoNothing()
     .returning({ id: inventories.id });
-  if (inserted.length === 0) {
-    throw conflict(
-      `Update conflict: Inventory for '${rc}' on resource provider '${provider.uuid}' already exists.`,
-      ErrorCode.CONCURRENT_UPDATE,
-    );
-  }
-  return bumpProviderGeneration(tx, provider.id, provider.generation);
+  if (inserted.length === 0) throw new InventoryExists(provider.uuid, rc);
+  return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
 }
 
 /** PUT /resource_providers/{uuid}/inventories/{rc}: change an existing class. Returns the new generation. */
@@ -260,43 +260,32 @@ export async function updateInventory(
   inv: InventoryData,
   reservedMayEqualTotal: boolean,
 ): Promise<number> {
-  const provider = await lockProviderByUuid(tx, providerUuid);
-  checkGeneration(provider, expectedGeneration);
-  assertCapacity(`Unable to update inventory for resource provider ${provider.uuid}: `, provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal);
+  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+  checkGeneration(provider, expectedGeneration, "inventories");
+  assertCapacity(provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal, "update");
   const classId = (await classIdsByName(tx, [rc])).get(rc);
-  // Placement lets the class lookup's NotFound through: a 404, not a 400.
-  if (classId === undefined) throw notFound(`No such resource class ${rc}.`);
+  if (classId === undefined) throw new ClassNotFound(rc, { in: "inventory update" });
   const updated = await tx
     .update(inventories)
     .set({ ...columns(inv), updatedAt: new Date() })
     .where(and(eq(inventories.resourceProviderId, provider.id), eq(inventories.resourceClassId, classId)))
     .returning({ id: inventories.id });
-  if (updated.length === 0) {
-    throw badRequest(`No inventory record with resource class for resource provider ${provider.uuid}: No inventory of class ${rc} found.`);
-  }
-  return bumpProviderGeneration(tx, provider.id, provider.generation);
+  if (updated.length === 0) throw new InventoryNotFound(provider.uuid, rc, "update");
+  return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
 }
 
 /** DELETE /resource_providers/{uuid}/inventories/{rc}. */
 export async function deleteInventory(tx: Tx, providerUuid: string, rc: string): Promise<number> {
-  const provider = await lockProviderByUuid(tx, providerUuid);
-  const notFoundForDelete = (reason: string) =>
-    notFound(`No inventory of class ${rc} found for delete: ${reason}`);
+  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
   const classId = (await classIdsByName(tx, [rc])).get(rc);
-  if (classId === undefined) throw notFoundForDelete(`No such resource class ${rc}.`);
-  if ((await classesInUse(tx, provider.id, [classId])).length > 0) {
-    // Placement reports this one with the concurrent-update code, not inventory.inuse.
-    throw conflict(
-      `Unable to delete inventory of class ${rc}: Inventory for '${rc}' on resource provider '${provider.uuid}' in use.`,
-      ErrorCode.CONCURRENT_UPDATE,
-    );
-  }
+  if (classId === undefined) throw new ClassNotFound(rc, { in: "inventory delete" });
+  if ((await classesInUse(tx, provider.id, [classId])).length > 0) throw new InventoryInUse(provider.uuid, [rc], "delete one");
   const deleted = await tx
     .delete(inventories)
     .where(and(eq(inventories.resourceProviderId, provider.id), eq(inventories.resourceClassId, classId)))
     .returning({ id: inventories.id });
-  if (deleted.length === 0) throw notFoundForDelete(`No inventory of class ${rc} found for delete`);
-  return bumpProviderGeneration(tx, provider.id, provider.generation);
+  if (deleted.length === 0) throw new InventoryNotFound(provider.uuid, rc, "delete");
+  return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
 }
 
 

@@ -8,14 +8,19 @@ import { alias } from "drizzle-orm/pg-core";
 import type { Queryable, Tx } from "../db/database.js";
 import { sqlState } from "../db/sql-state.js";
 import { allocations, resourceProviders } from "../db/schema.js";
-import { badRequest, conflict, ErrorCode, notFound, type PlacementError } from "../http/errors.js";
+import {
+  CannotDeleteParent,
+  DuplicateProvider,
+  GenerationConflict,
+  InvalidProvider,
+  ProviderInUse,
+  ProviderNotFound,
+  type ProviderLookup,
+  type ProviderPart,
+  type ProviderTreeProblem,
+} from "./errors.js";
 
 export type ProviderRow = typeof resourceProviders.$inferSelect;
-
-/** Placement's 404 for a provider uuid that does not exist. */
-export function providerNotFound(uuid: string, suffix = ""): PlacementError {
-  return notFound(`No resource provider with uuid ${uuid} found${suffix}`);
-}
 
 /**
  * PostgreSQL text cannot hold NUL, so comparing with a string that has one
@@ -33,73 +38,87 @@ export async function findProviderByUuid(q: Queryable, uuid: string): Promise<Pr
   return rows[0];
 }
 
-/** The provider with `uuid`, or Placement's 404. */
-export async function getProviderByUuid(q: Queryable, uuid: string): Promise<ProviderRow> {
+/** The provider with `uuid`; ProviderNotFound (with `during`) when there is none. */
+export async function getProviderByUuid(q: Queryable, uuid: string, during: ProviderLookup = "lookup"): Promise<ProviderRow> {
   const row = await findProviderByUuid(q, uuid);
-  if (!row) throw providerNotFound(uuid);
+  if (!row) throw new ProviderNotFound(uuid, during);
   return row;
 }
 
 /**
- * Locks the providers' rows until the transaction ends and returns them
- * (in id order). Every writer that locks more than one provider takes the
- * locks in ascending id order, so two writers can only ever wait on each
- * other in one direction and never deadlock on provider rows. The lock is
- * FOR NO KEY UPDATE: writers exclude each other, but rows that merely
- * reference the provider (inventories, allocations) can still be inserted
- * by others without waiting on a foreign-key check.
+ * Throws ProviderNotFound unless the provider exists. Handlers that must
+ * answer an unknown provider before they read the body (as Placement does:
+ * its 404 wins over a 400 for the body) call this first.
  */
-export async function lockProvidersForUpdate(tx: Tx, ids: readonly number[]): Promise<ProviderRow[]> {
-  if (ids.length === 0) return [];
-  const unique = [...new Set(ids)];
+export async function requireProvider(q: Queryable, uuid: string): Promise<void> {
+  await getProviderByUuid(q, uuid);
+}
+
+/**
+ * Provider row locks, one mode per purpose:
+ * - FOR NO KEY UPDATE (lockProvidersForNoKeyUpdate, lockProviderForNoKeyUpdate):
+ *   every write that changes what a provider offers or what is consumed from
+ *   it (and so bumps its generation). Writers exclude each other, but rows
+ *   that merely reference the provider (inventories, allocations) can still
+ *   be inserted by others without waiting on a foreign-key check.
+ * - FOR UPDATE (deleteProvider): deleting the row, which no referencing
+ *   insert may overtake.
+ * - FOR SHARE (createProvider): the parent of a new child, which must not be
+ *   moved or deleted under it.
+ *
+ * Locks the providers' rows FOR NO KEY UPDATE until the transaction ends and
+ * returns them (in id order); `which` is a list of ids or a condition. Every writer that locks more than one provider
+ * takes the locks in ascending id order, so two writers can only ever wait on
+ * each other in one direction and never deadlock on provider rows.
+ */
+export async function lockProvidersForNoKeyUpdate(tx: Tx, which: readonly number[] | SQL): Promise<ProviderRow[]> {
+  const ids = Array.isArray(which) ? [...new Set(which as readonly number[])] : undefined;
+  if (ids?.length === 0) return [];
   return tx
     .select()
     .from(resourceProviders)
-    .where(inArray(resourceProviders.id, unique))
+    .where(ids ? inArray(resourceProviders.id, ids) : (which as SQL))
     .orderBy(asc(resourceProviders.id))
     .for("no key update");
 }
 
-/** Looks a provider up by uuid and locks its row (404 when it does not exist). */
-export async function lockProviderByUuid(tx: Tx, uuid: string): Promise<ProviderRow> {
-  if (!canBeStored(uuid)) throw providerNotFound(uuid);
+/** Looks a provider up by uuid and locks its row FOR NO KEY UPDATE (ProviderNotFound when it does not exist). */
+export async function lockProviderForNoKeyUpdate(tx: Tx, uuid: string): Promise<ProviderRow> {
+  if (!canBeStored(uuid)) throw new ProviderNotFound(uuid);
   const rows = await tx.select().from(resourceProviders).where(eq(resourceProviders.uuid, uuid)).for("no key update");
-  if (!rows[0]) throw providerNotFound(uuid);
+  if (!rows[0]) throw new ProviderNotFound(uuid);
   return rows[0];
 }
-
-/** Placement's wording for a writer that sent a generation the provider no longer has. */
-export const GENERATION_CONFLICT = "resource provider generation conflict";
 
 /**
  * Bumps a provider's generation. With `expected`, it is a compare-and-bump:
  * the update only happens while the row still has that generation, and a
- * stale one is Placement's 409 `placement.concurrent_update`. Callers lock
- * the row first, so the compare cannot race; the WHERE is the safety net.
- * Returns the new generation.
+ * stale one is a GenerationConflict. Callers lock the row first, so the
+ * compare cannot race; the WHERE is the safety net. Returns the new generation.
  */
 export async function bumpProviderGeneration(
   tx: Tx,
-  id: number,
-  expected?: number,
-  conflictMessage: string = GENERATION_CONFLICT,
+  provider: Pick<ProviderRow, "id" | "uuid">,
+  expected?: { generation: number; writing: ProviderPart },
 ): Promise<number> {
   const condition =
     expected === undefined
-      ? eq(resourceProviders.id, id)
-      : sql`${resourceProviders.id} = ${id} AND ${resourceProviders.generation} = ${expected}`;
+      ? eq(resourceProviders.id, provider.id)
+      : sql`${resourceProviders.id} = ${provider.id} AND ${resourceProviders.generation} = ${expected.generation}`;
   const rows = await tx
     .update(resourceProviders)
     .set({ generation: sql`${resourceProviders.generation} + 1`, updatedAt: sql`now()` })
     .where(condition)
     .returning({ generation: resourceProviders.generation });
-  if (!rows[0]) throw conflict(conflictMessage, ErrorCode.CONCURRENT_UPDATE);
+  if (!rows[0]) throw new GenerationConflict({ of: "provider", uuid: provider.uuid, writing: expected!.writing, given: expected!.generation });
   return rows[0].generation;
 }
 
-/** Throws the 409 unless the caller's generation is the provider's current one. */
-export function checkGeneration(provider: ProviderRow, expected: number, conflictMessage: string = GENERATION_CONFLICT): void {
-  if (provider.generation !== expected) throw conflict(conflictMessage, ErrorCode.CONCURRENT_UPDATE);
+/** Throws GenerationConflict unless the caller's generation is the provider's current one. */
+export function checkGeneration(provider: ProviderRow, expected: number, writing: ProviderPart): void {
+  if (provider.generation !== expected) {
+    throw new GenerationConflict({ of: "provider", uuid: provider.uuid, writing, given: expected, actual: provider.generation });
+  }
 }
 
 /** A provider as the API shows it: its own row plus the uuids of its parent and root. */
@@ -160,9 +179,9 @@ export async function listProviders(q: Queryable, filters: ProviderFilters): Pro
     .orderBy(asc(resourceProviders.id));
 }
 
-export async function getProviderView(q: Queryable, uuid: string, notFoundSuffix = ""): Promise<ProviderView> {
+export async function getProviderView(q: Queryable, uuid: string): Promise<ProviderView> {
   const rows = canBeStored(uuid) ? await selectViews(q).where(eq(resourceProviders.uuid, uuid)) : [];
-  if (!rows[0]) throw providerNotFound(uuid, notFoundSuffix);
+  if (!rows[0]) throw new ProviderNotFound(uuid);
   return rows[0];
 }
 
@@ -188,25 +207,19 @@ export interface NewProvider {
 
 /**
  * Creates a provider (a root, or a child of an existing provider). Duplicate
- * uuid or name is Placement's 409 `placement.duplicate_name`; a bad parent is
- * its 400 "Unable to create resource provider ...".
+ * uuid or name is a DuplicateProvider; a bad parent an InvalidProvider.
  */
 export async function createProvider(tx: Tx, data: NewProvider): Promise<ProviderView> {
-  const cannotCreate = (reason: string) =>
-    badRequest(`Unable to create resource provider "${data.name}", ${data.uuid}: Object action create failed because: ${reason}`);
-  if (!data.name) throw cannotCreate("name is required");
+  const cannotCreate = (problem: ProviderTreeProblem) => new InvalidProvider("create", data.uuid, data.name, problem);
+  if (!data.name) throw cannotCreate("name required");
   let parentRow: ProviderRow | undefined;
   if (data.parentProviderUuid !== null) {
-    if (data.parentProviderUuid === data.uuid) {
-      throw cannotCreate(
-        "parent provider UUID cannot be same as UUID. Please set parent provider UUID to None if there is no parent.",
-      );
-    }
+    if (data.parentProviderUuid === data.uuid) throw cannotCreate("own parent");
     // FOR SHARE keeps the parent (and so its root) from being re-rooted or
     // deleted until this child is committed under it.
     const rows = await tx.select().from(resourceProviders).where(eq(resourceProviders.uuid, data.parentProviderUuid)).for("share");
     parentRow = rows[0];
-    if (!parentRow) throw cannotCreate("parent provider UUID does not exist.");
+    if (!parentRow) throw cannotCreate("parent missing");
   }
   await assertNoDuplicate(tx, data.uuid, data.name);
   let inserted: ProviderRow[];
@@ -232,27 +245,24 @@ export async function createProvider(tx: Tx, data: NewProvider): Promise<Provide
   return getProviderView(tx, row.uuid);
 }
 
-function duplicateConflict(parts: string[]): PlacementError {
-  return conflict(`Conflicting resource provider ${parts.join(", ")} already exists.`, ErrorCode.DUPLICATE_NAME);
-}
-
 async function assertNoDuplicate(q: Queryable, uuid: string, name: string): Promise<void> {
   const rows = await q
     .select({ uuid: resourceProviders.uuid, name: resourceProviders.name })
     .from(resourceProviders)
     .where(or(eq(resourceProviders.uuid, uuid), eq(resourceProviders.name, name)));
-  const parts: string[] = [];
-  if (rows.some((r) => r.uuid === uuid)) parts.push(`uuid: ${uuid}`);
-  if (rows.some((r) => r.name === name)) parts.push(`name: ${name}`);
-  if (parts.length > 0) throw duplicateConflict(parts);
+  const clash = {
+    ...(rows.some((r) => r.uuid === uuid) ? { uuid } : {}),
+    ...(rows.some((r) => r.name === name) ? { name } : {}),
+  };
+  if (clash.uuid !== undefined || clash.name !== undefined) throw new DuplicateProvider("create", clash);
 }
 
 /** After a unique violation the transaction is aborted: name the duplicate from the constraint alone. */
-function duplicateAfterRace(uuid: string, name: string, err: unknown): PlacementError {
+function duplicateAfterRace(uuid: string, name: string, err: unknown): DuplicateProvider {
   const constraint = pgError(err).constraint ?? "";
-  if (constraint.includes("name")) return duplicateConflict([`name: ${name}`]);
-  if (constraint.includes("uuid")) return duplicateConflict([`uuid: ${uuid}`]);
-  return duplicateConflict([`uuid: ${uuid}`, `name: ${name}`]);
+  if (constraint.includes("name")) return new DuplicateProvider("create", { name });
+  if (constraint.includes("uuid")) return new DuplicateProvider("create", { uuid });
+  return new DuplicateProvider("create", { uuid, name });
 }
 
 export interface ProviderUpdate {
@@ -269,8 +279,7 @@ export interface ProviderUpdate {
  * aggregates and allocations, not the name).
  */
 export async function updateProvider(tx: Tx, uuid: string, update: ProviderUpdate, allowReparenting: boolean): Promise<ProviderView> {
-  const cannotSave = (action: string, reason: string) =>
-    badRequest(`Unable to save resource provider ${uuid}: Object action ${action} failed because: ${reason}`);
+  const cannotSave = (problem: ProviderTreeProblem) => new InvalidProvider("update", uuid, update.name, problem);
   const moving = update.parentProviderUuid !== undefined;
   if (moving) {
     // Tree changes are serialized with one transaction-level advisory lock,
@@ -281,14 +290,9 @@ export async function updateProvider(tx: Tx, uuid: string, update: ProviderUpdat
     // no child is created under a provider whose root is being rewritten.
     await tx.execute(sql`SELECT pg_advisory_xact_lock(${TREE_LOCK_KEY})`);
     const current = await getProviderByUuid(tx, uuid);
-    await tx
-      .select({ id: resourceProviders.id })
-      .from(resourceProviders)
-      .where(eq(resourceProviders.rootProviderId, current.rootProviderId ?? current.id))
-      .orderBy(asc(resourceProviders.id))
-      .for("no key update");
+    await lockProvidersForNoKeyUpdate(tx, eq(resourceProviders.rootProviderId, current.rootProviderId ?? current.id));
   }
-  const me = await lockProviderByUuid(tx, uuid);
+  const me = await lockProviderForNoKeyUpdate(tx, uuid);
   const changes: Partial<typeof resourceProviders.$inferInsert> = { name: update.name, updatedAt: new Date() };
   let newRootId: number | undefined;
   let subtree: number[] = [];
@@ -297,16 +301,16 @@ export async function updateProvider(tx: Tx, uuid: string, update: ProviderUpdat
   if (target !== undefined) {
     if (target !== null) {
       const newParent = await findProviderByUuid(tx, target);
-      if (!newParent) throw cannotSave("create", "parent provider UUID does not exist.");
+      if (!newParent) throw cannotSave("parent missing");
       if (me.parentProviderId !== null && me.parentProviderId !== newParent.id && !allowReparenting) {
-        throw cannotSave("update", "re-parenting a provider is not currently allowed.");
+        throw cannotSave("re-parenting not allowed");
       }
       subtree = await subtreeIds(tx, me.id);
-      if (subtree.includes(newParent.id)) throw cannotSave("update", "creating loop in the provider tree is not allowed.");
+      if (subtree.includes(newParent.id)) throw cannotSave("loop");
       changes.parentProviderId = newParent.id;
       newRootId = newParent.rootProviderId ?? newParent.id;
     } else if (me.parentProviderId !== null) {
-      if (!allowReparenting) throw cannotSave("update", "un-parenting a provider is not currently allowed.");
+      if (!allowReparenting) throw cannotSave("un-parenting not allowed");
       subtree = await subtreeIds(tx, me.id);
       changes.parentProviderId = null;
       newRootId = me.id;
@@ -318,14 +322,12 @@ export async function updateProvider(tx: Tx, uuid: string, update: ProviderUpdat
       .select({ id: resourceProviders.id })
       .from(resourceProviders)
       .where(and(eq(resourceProviders.name, update.name), ne(resourceProviders.id, me.id)));
-    if (clash.length > 0) throw conflict(`Conflicting resource provider ${update.name} already exists.`, ErrorCode.DUPLICATE_NAME);
+    if (clash.length > 0) throw new DuplicateProvider("update", { name: update.name });
   }
   try {
     await tx.update(resourceProviders).set(changes).where(eq(resourceProviders.id, me.id));
   } catch (err) {
-    if (pgError(err).code === UNIQUE_VIOLATION) {
-      throw conflict(`Conflicting resource provider ${update.name} already exists.`, ErrorCode.DUPLICATE_NAME);
-    }
+    if (pgError(err).code === UNIQUE_VIOLATION) throw new DuplicateProvider("update", { name: update.name });
     throw err;
   }
   if (newRootId !== undefined && subtree.length > 0) {
@@ -356,14 +358,9 @@ async function subtreeIds(q: Queryable, id: number): Promise<number[]> {
 export async function deleteProvider(tx: Tx, uuid: string): Promise<void> {
   const rows = canBeStored(uuid) ? await tx.select().from(resourceProviders).where(eq(resourceProviders.uuid, uuid)).for("update") : [];
   const me = rows[0];
-  if (!me) throw providerNotFound(uuid, " for delete");
-  const cannotDeleteParent = () =>
-    conflict(
-      `Unable to delete parent resource provider ${uuid}: It has child resource providers.`,
-      ErrorCode.PROVIDER_CANNOT_DELETE_PARENT,
-    );
-  const inUse = () =>
-    conflict(`Unable to delete resource provider ${uuid}: Resource provider has allocations.`, ErrorCode.PROVIDER_IN_USE);
+  if (!me) throw new ProviderNotFound(uuid, "delete");
+  const cannotDeleteParent = () => new CannotDeleteParent(uuid);
+  const inUse = () => new ProviderInUse(uuid);
   const children = await tx
     .select({ id: resourceProviders.id })
     .from(resourceProviders)

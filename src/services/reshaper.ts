@@ -14,13 +14,14 @@
  * 3. each provider gets exactly its new inventory.
  * Every step bumps the generation of the providers it writes.
  */
+import { sql } from "drizzle-orm";
 import type { Tx } from "../db/database.js";
-import { conflict, ErrorCode, PlacementError } from "../http/errors.js";
 import { replaceAllocations, type ConsumerAllocations } from "./allocations.js";
 import { lockConsumers } from "./consumers.js";
-import { capacityProblem, inventoryRowsToLock, listInventories, setProviderInventories, type InventoryData } from "./inventories.js";
-import { lockProvidersForUpdate, type ProviderRow } from "./providers.js";
-import { sql } from "drizzle-orm";
+import { GenerationConflict, ProviderNotFound } from "./errors.js";
+import { assertCapacity, inventoryRowsToLock, listInventories, setProviderInventories, type InventoryData } from "./inventories.js";
+import { lockProvidersForNoKeyUpdate, type ProviderRow } from "./providers.js";
+import { writeTransaction, type Store } from "./store.js";
 
 export interface ProviderInventories {
   providerUuid: string;
@@ -29,7 +30,15 @@ export interface ProviderInventories {
   inventories: Map<string, InventoryData>;
 }
 
-export async function reshape(tx: Tx, inventories: readonly ProviderInventories[], allocations: readonly ConsumerAllocations[]): Promise<void> {
+/** POST /reshaper, in one transaction retried as allocation writes are; ConcurrentUpdate when the retries run out. */
+export async function reshape(store: Store, inventories: readonly ProviderInventories[], allocations: readonly ConsumerAllocations[]): Promise<void> {
+  await writeTransaction(store.db, (tx) => reshapeIn(tx, inventories, allocations), {
+    retries: store.allocationRetries,
+    during: "reshape",
+  });
+}
+
+async function reshapeIn(tx: Tx, inventories: readonly ProviderInventories[], allocations: readonly ConsumerAllocations[]): Promise<void> {
   // Global lock order: consumers first, then providers (see services/allocations.ts). The
   // providers the allocations name are locked here too, with the others in one id-ordered
   // statement, so the allocation step below only re-takes locks it already holds.
@@ -43,23 +52,17 @@ export async function reshape(tx: Tx, inventories: readonly ProviderInventories[
   await tx.execute(inventoryRowsToLock(sql`SELECT unnest(${sql.param(providerIds)}::int[])`, [...consumers.values()].map((c) => c.id)));
   for (const inv of inventories) {
     const provider = providers.get(inv.providerUuid);
-    if (!provider) {
-      throw new PlacementError(
-        400,
-        `Resource provider ${inv.providerUuid} in inventories not found: No resource provider with uuid ${inv.providerUuid} found`,
-        ErrorCode.RESOURCE_PROVIDER_NOT_FOUND,
-      );
-    }
+    if (!provider) throw new ProviderNotFound(inv.providerUuid, "reshape");
     if (provider.generation !== inv.generation) {
-      throw conflict(
-        `resource provider generation conflict for provider ${inv.providerUuid}: actual: ${provider.generation}, given: ${inv.generation}`,
-        ErrorCode.CONCURRENT_UPDATE,
-      );
+      throw new GenerationConflict({
+        of: "provider",
+        uuid: inv.providerUuid,
+        writing: "reshape",
+        given: inv.generation,
+        actual: provider.generation,
+      });
     }
-    for (const [rc, data] of inv.inventories) {
-      const problem = capacityProblem(rc, provider.uuid, data, true);
-      if (problem) throw conflict(`Unable to allocate inventory: ${problem}`);
-    }
+    assertCapacity(provider.uuid, inv.inventories, true, "reshape");
   }
 
   for (const inv of inventories) {
@@ -67,15 +70,15 @@ export async function reshape(tx: Tx, inventories: readonly ProviderInventories[
     const provider = providers.get(inv.providerUuid)!;
     const interim = new Map<string, InventoryData>((await listInventories(tx, provider.id)).map((v) => [v.resourceClass, v]));
     for (const [rc, data] of inv.inventories) interim.set(rc, data);
-    provider.generation = await setProviderInventories(tx, provider, interim, { inUsePrefix: "update conflict: " });
+    provider.generation = await setProviderInventories(tx, provider, interim, "replace");
   }
 
-  await replaceAllocations(tx, allocations);
+  await replaceAllocations(tx, allocations, { in: "reshape" });
 
   // The allocation write bumped some of these providers: read their generations again (the rows are still locked by us).
-  const current = new Map((await lockProvidersForUpdate(tx, [...providers.values()].map((p) => p.id))).map((p) => [p.uuid, p]));
+  const current = new Map((await lockProvidersForNoKeyUpdate(tx, [...providers.values()].map((p) => p.id))).map((p) => [p.uuid, p]));
   for (const inv of inventories) {
-    await setProviderInventories(tx, current.get(inv.providerUuid)!, inv.inventories, { inUsePrefix: "update conflict: " });
+    await setProviderInventories(tx, current.get(inv.providerUuid)!, inv.inventories, "replace");
   }
 }
 
@@ -84,6 +87,6 @@ async function lockProvidersByUuid(tx: Tx, uuids: string[]): Promise<Map<string,
   const ids = await tx.execute<{ id: number }>(
     sql`SELECT id FROM resource_providers WHERE uuid = ANY(${sql.param(uuids)}::text[])`,
   );
-  const rows = await lockProvidersForUpdate(tx, ids.rows.map((r) => r.id));
+  const rows = await lockProvidersForNoKeyUpdate(tx, ids.rows.map((r) => r.id));
   return new Map(rows.map((p) => [p.uuid, p]));
 }

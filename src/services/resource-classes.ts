@@ -9,7 +9,7 @@ import { asc, eq, sql } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { sqlState } from "../db/sql-state.js";
 import { allocations, inventories, resourceClasses } from "../db/schema.js";
-import { badRequest, conflict, notFound } from "../http/errors.js";
+import { ClassInUse, ClassNotFound, DuplicateClass, StandardNameImmutable } from "./errors.js";
 
 export type ResourceClassRow = typeof resourceClasses.$inferSelect;
 
@@ -27,10 +27,10 @@ export async function findResourceClass(q: Queryable, name: string): Promise<Res
   return rows[0];
 }
 
-/** The class called `name`, or Placement's 404. */
+/** The class called `name`, or ClassNotFound. */
 export async function getResourceClass(q: Queryable, name: string): Promise<ResourceClassRow> {
   const rc = await findResourceClass(q, name);
-  if (!rc) throw notFound(`No such resource class ${name}.`);
+  if (!rc) throw new ClassNotFound(name);
   return rc;
 }
 
@@ -44,10 +44,10 @@ async function insertResourceClass(tx: Tx, name: string): Promise<ResourceClassR
   return rows[0];
 }
 
-/** POST /resource_classes: 409 when the name is taken. */
+/** POST /resource_classes: DuplicateClass when the name is taken. */
 export async function createResourceClass(tx: Tx, name: string): Promise<ResourceClassRow> {
   const rc = await insertResourceClass(tx, name);
-  if (!rc) throw conflict(`Conflicting resource class already exists: ${name}`);
+  if (!rc) throw new DuplicateClass(name, "create");
   return rc;
 }
 
@@ -61,8 +61,8 @@ export async function ensureResourceClass(tx: Tx, name: string): Promise<{ resou
 /** PUT /resource_classes/{name} before 1.7: renames a custom class. */
 export async function renameResourceClass(tx: Tx, name: string, newName: string): Promise<ResourceClassRow> {
   const rc = await getResourceClass(tx, name);
-  if (isStandard(rc)) throw badRequest(`Cannot update standard resource class ${name}`);
-  const taken = () => conflict(`Resource class already exists: ${newName}`);
+  if (isStandard(rc)) throw new StandardNameImmutable("resource class", name, "update");
+  const taken = () => new DuplicateClass(newName, "rename");
   if (newName !== name && (await findResourceClass(tx, newName))) throw taken();
   try {
     const rows = await tx
@@ -87,14 +87,12 @@ export async function renameResourceClass(tx: Tx, name: string, newName: string)
 export async function deleteResourceClass(tx: Tx, name: string): Promise<void> {
   const rows = await tx.select().from(resourceClasses).where(eq(resourceClasses.name, name)).for("update");
   const rc = rows[0];
-  if (!rc) throw notFound(`No such resource class ${name}.`);
-  if (isStandard(rc)) throw badRequest(`Error in delete resource class: Cannot delete standard resource class ${name}.`);
+  if (!rc) throw new ClassNotFound(name);
+  if (isStandard(rc)) throw new StandardNameImmutable("resource class", name, "delete");
   const [inUse] = await tx.execute<{ used: boolean }>(
     sql`SELECT EXISTS (SELECT 1 FROM ${inventories} WHERE ${inventories.resourceClassId} = ${rc.id})
         OR EXISTS (SELECT 1 FROM ${allocations} WHERE ${allocations.resourceClassId} = ${rc.id}) AS used`,
   ).then((r) => r.rows);
-  if (inUse?.used) {
-    throw conflict(`Error in delete resource class: Cannot delete resource class ${name}. Class is in use in inventory.`);
-  }
+  if (inUse?.used) throw new ClassInUse(name);
   await tx.delete(resourceClasses).where(eq(resourceClasses.id, rc.id));
 }

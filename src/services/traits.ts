@@ -7,8 +7,8 @@
 import { and, asc, eq, sql, type SQL } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { resourceProviderTraits, traits } from "../db/schema.js";
-import { badRequest, conflict, notFound } from "../http/errors.js";
-import { bumpProviderGeneration, checkGeneration, lockProviderByUuid, type ProviderRow } from "./providers.js";
+import { StandardNameImmutable, TraitInUse, TraitNotFound } from "./errors.js";
+import { bumpProviderGeneration, checkGeneration, lockProviderForNoKeyUpdate, type ProviderRow } from "./providers.js";
 
 export type TraitRow = typeof traits.$inferSelect;
 
@@ -38,12 +38,10 @@ export async function listTraits(q: Queryable, filters: TraitFilters = {}): Prom
     .orderBy(asc(traits.id));
 }
 
-const traitNotFound = (name: string) => notFound(`No such trait(s): ${name}.`);
-
-/** The trait called `name`, or Placement's 404. */
+/** The trait called `name`, or TraitNotFound. */
 export async function getTrait(q: Queryable, name: string): Promise<TraitRow> {
   const rows = await q.select().from(traits).where(eq(traits.name, name)).limit(1);
-  if (!rows[0]) throw traitNotFound(name);
+  if (!rows[0]) throw new TraitNotFound([name]);
   return rows[0];
 }
 
@@ -62,14 +60,14 @@ export async function ensureTrait(tx: Tx, name: string): Promise<{ trait: TraitR
 export async function deleteTrait(tx: Tx, name: string): Promise<void> {
   const rows = await tx.select().from(traits).where(eq(traits.name, name)).for("update");
   const trait = rows[0];
-  if (!trait) throw traitNotFound(name);
-  if (!name.startsWith(CUSTOM_PREFIX)) throw badRequest(`Cannot delete standard trait ${name}.`);
+  if (!trait) throw new TraitNotFound([name]);
+  if (!name.startsWith(CUSTOM_PREFIX)) throw new StandardNameImmutable("trait", name, "delete");
   const used = await tx
     .select({ one: sql`1` })
     .from(resourceProviderTraits)
     .where(eq(resourceProviderTraits.traitId, trait.id))
     .limit(1);
-  if (used.length > 0) throw conflict(`The trait ${name} is in use by a resource provider.`);
+  if (used.length > 0) throw new TraitInUse(name);
   await tx.delete(traits).where(eq(traits.id, trait.id));
 }
 
@@ -82,9 +80,6 @@ export async function providerTraits(q: Queryable, providerId: number): Promise<
     .where(eq(resourceProviderTraits.resourceProviderId, providerId))
     .orderBy(asc(traits.id));
 }
-
-export const PROVIDER_TRAITS_GENERATION_CONFLICT =
-  "Resource provider's generation already changed. Please update the generation and try again.";
 
 /**
  * Replaces a provider's traits (PUT /resource_providers/{uuid}/traits, and
@@ -100,8 +95,8 @@ export async function setProviderTraits(
   names: readonly string[],
   expectedGeneration?: number,
 ): Promise<{ provider: ProviderRow; traits: TraitRow[]; generation: number }> {
-  const provider = await lockProviderByUuid(tx, uuid);
-  if (expectedGeneration !== undefined) checkGeneration(provider, expectedGeneration, PROVIDER_TRAITS_GENERATION_CONFLICT);
+  const provider = await lockProviderForNoKeyUpdate(tx, uuid);
+  if (expectedGeneration !== undefined) checkGeneration(provider, expectedGeneration, "traits");
 
   // Names and ids travel as one array parameter each, so a body listing
   // thousands of traits cannot exceed PostgreSQL's limit on bind parameters.
@@ -117,7 +112,7 @@ export async function setProviderTraits(
           .for("key share");
   const known = new Set(found.map((t) => t.name));
   const missing = wanted.filter((n) => !known.has(n));
-  if (missing.length > 0) throw badRequest(`No such trait ${missing.join(", ")}`);
+  if (missing.length > 0) throw new TraitNotFound(missing, "provider traits");
 
   // Placement's _set_traits returns early when nothing is added or removed:
   // a no-op sync must not bump the generation (Nova would pay a 409 for it).
@@ -132,6 +127,6 @@ export async function setProviderTraits(
       sql`INSERT INTO ${resourceProviderTraits} (resource_provider_id, trait_id) SELECT ${provider.id}, unnest(${sql.param(ids)}::int[])`,
     );
   }
-  const generation = await bumpProviderGeneration(tx, provider.id);
+  const generation = await bumpProviderGeneration(tx, provider);
   return { provider, traits: found, generation };
 }

@@ -1,6 +1,7 @@
 /** Usage sums: per provider (GET /resource_providers/{uuid}/usages) and per project/user (GET /usages). */
 import { sql, type SQL } from "drizzle-orm";
 import type { Queryable } from "../db/database.js";
+import { getProviderByUuid, type ProviderRow } from "./providers.js";
 
 /**
  * Usage per resource class the provider has inventory of, 0 for classes
@@ -8,7 +9,12 @@ import type { Queryable } from "../db/database.js";
  * not listed): `inventories.used`, which triggers keep equal to the sum of
  * the allocations.
  */
-export async function getProviderUsages(q: Queryable, providerId: number): Promise<Record<string, number>> {
+export async function getProviderUsages(q: Queryable, uuid: string): Promise<{ provider: ProviderRow; usages: Record<string, number> }> {
+  const provider = await getProviderByUuid(q, uuid, "list usages");
+  return { provider, usages: await usagesOf(q, provider.id) };
+}
+
+async function usagesOf(q: Queryable, providerId: number): Promise<Record<string, number>> {
   const res = await q.execute<{ name: string; used: number }>(sql`
     SELECT rc.name, i.used
     FROM inventories i

@@ -47,6 +47,7 @@ const ROUTES: Array<[string, string, string]> = [
   ["DELETE", `/allocations/${consumer}`, "allocations:delete"],
   ["GET", `/resource_providers/${rp}/allocations`, "resource_providers:allocations:list"],
   ["GET", "/allocation_candidates?resources=VCPU:1", "allocation_candidates:list"],
+  ["POST", "/claims?resources=VCPU:1", "claims:create"],
 ];
 
 interface Caller {

@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHarness, type Harness } from "../support/harness.js";
 import { generationOf, makeProvider } from "./support.js";
 import { createProvider } from "../../src/services/providers.js";
-import { PlacementError } from "../../src/http/errors.js";
+import { DuplicateProvider } from "../../src/services/errors.js";
+import { placementErrorFor } from "../../src/http/error-table.js";
 
 let t: Harness;
 beforeAll(async () => {
@@ -115,9 +116,10 @@ describe("concurrent writers on one provider", () => {
     release();
     await first;
     const err = await second;
-    expect(err).toBeInstanceOf(PlacementError);
-    expect((err as PlacementError).status).toBe(409);
-    expect((err as PlacementError).detail).toBe(`Conflicting resource provider name: ${name} already exists.`);
+    expect(err).toBeInstanceOf(DuplicateProvider);
+    const answer = placementErrorFor(err);
+    expect(answer?.status).toBe(409);
+    expect(answer?.detail).toBe(`Conflicting resource provider name: ${name} already exists.`);
   });
 
   it("two providers moved under each other at the same time never form a loop", async () => {

@@ -8,9 +8,10 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export async function createTestDatabase(): Promise<TestDatabase> {
+/** A fresh database per test file: migrated (a clone of the run's template), or empty with `{ migrated: false }`. */
+export async function createTestDatabase(options: { migrated?: boolean } = {}): Promise<TestDatabase> {
   const adminUrl = inject("adminDatabaseUrl");
-  const template = inject("templateDatabase");
+  const template = options.migrated === false ? "template0" : inject("templateDatabase");
   const name = `placement_test_${randomBytes(6).toString("hex")}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();

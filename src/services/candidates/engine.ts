@@ -32,7 +32,7 @@
  * that also takes the limit. Summaries are built
  * once, from the loaded trees, for the trees the returned candidates use.
  */
-import { badRequest } from "../../http/errors.js";
+import { ClassNotFound, TraitNotFound } from "../errors.js";
 import type { Queryable } from "../../db/database.js";
 import type { CandidatesQuery, RequestGroup } from "../../query/request-groups.js";
 import { unique } from "../../query/values.js";
@@ -62,12 +62,12 @@ const groupTraits = (g: RequestGroup) => [...g.traits.required.flat(), ...g.trai
 /** Placement's 400s for unknown names, in its order: anchor traits, then each group's classes and traits. */
 export function checkNames(query: CandidatesQuery, names: NameLookup): void {
   const { resourceClasses: rcIds, traits: tIds } = names;
-  for (const t of [...query.params.rootRequired, ...query.params.rootForbidden]) if (!tIds.has(t)) throw badRequest(`No such trait(s): ${t}.`);
+  for (const t of [...query.params.rootRequired, ...query.params.rootForbidden]) if (!tIds.has(t)) throw new TraitNotFound([t], "query");
   for (const g of query.groups) {
     for (const rc of g.resources.keys()) {
-      if (!rcIds.has(rc)) throw badRequest(`Invalid resource class in resources parameter: No such resource class ${rc}.`);
+      if (!rcIds.has(rc)) throw new ClassNotFound(rc, { in: "query" });
     }
-    for (const t of groupTraits(g)) if (!tIds.has(t)) throw badRequest(`No such trait(s): ${t}.`);
+    for (const t of groupTraits(g)) if (!tIds.has(t)) throw new TraitNotFound([t], "query");
   }
 }
 

@@ -5,7 +5,7 @@
  */
 import { sql, type SQL } from "drizzle-orm";
 import type { Queryable } from "../../db/database.js";
-import { badRequest } from "../../http/errors.js";
+import { ClassNotFound, TraitNotFound } from "../errors.js";
 import type { ProviderListFilters } from "../../query/provider-filters.js";
 import { unique } from "../../query/values.js";
 import { aggregateConditions, capacityCondition, traitConditions } from "./conditions.js";
@@ -23,7 +23,7 @@ export async function providerFilterConditions(q: Queryable, filters: ProviderLi
   const conditions: SQL[] = [];
   if (filters.traits) {
     const missing = traitNames.filter((n) => !names.traits.has(n));
-    if (missing.length > 0) throw badRequest(`Invalid trait(s) in "required" parameter: No such trait(s): ${missing.join(", ")}.`);
+    if (missing.length > 0) throw new TraitNotFound(missing, "required");
     const id = (t: string) => names.traits.get(t)!;
     conditions.push(...traitConditions(RP_ID, filters.traits.required.map((l) => l.map(id)), [...filters.traits.forbidden].map(id)));
   }
@@ -34,7 +34,7 @@ export async function providerFilterConditions(q: Queryable, filters: ProviderLi
   }
   for (const [name, amount] of filters.resources ?? []) {
     const rc = names.resourceClasses.get(name);
-    if (rc === undefined) throw badRequest(`Invalid resource class in resources parameter: No such resource class ${name}.`);
+    if (rc === undefined) throw new ClassNotFound(name, { in: "query" });
     conditions.push(capacityCondition(RP_ID, rc, amount));
   }
   return conditions;

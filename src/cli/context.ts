@@ -1,0 +1,65 @@
+/**
+ * What a command module is given: settings and a logger made on first use (so
+ * `--help` works whatever the environment holds), the configured database,
+ * and one way to print results (text, or JSON with `--json`).
+ */
+import type { Command } from "commander";
+import { loadConfig, type Config } from "../config.js";
+import { openDatabase, type Database } from "../db/database.js";
+import { createLogger, type Logger } from "../log.js";
+import { provideDatabase } from "../server.js";
+
+/** What an action resolves to: an exit code, or KEEP_RUNNING for a server. */
+export const KEEP_RUNNING = "keep-running";
+export type ActionResult = number | typeof KEEP_RUNNING;
+
+export interface Cli {
+  settings(): Config;
+  log(): Logger;
+  /** Opens the configured database (starting the embedded one when DATABASE_URL is unset), runs `work`, closes it. */
+  withDatabase<T>(work: (database: Database, url: string) => Promise<T>): Promise<T>;
+  /** Prints `data` as one JSON document when `json` is set, else as `text(data)`. */
+  print<T>(data: T, json: boolean | undefined, text: (data: T) => string): void;
+  /** Wraps an action so its result becomes the process's exit code. */
+  action<A extends unknown[]>(run: (...args: A) => Promise<ActionResult>): (...args: A) => Promise<void>;
+  /** Set by the last action that ran; undefined when none did (help, a usage error). */
+  result: ActionResult | undefined;
+}
+
+/** A file in src/cli/commands/ exports this; the program finds and registers every such file. */
+export interface CommandModule {
+  register(program: Command, cli: Cli): void;
+}
+
+export interface CliIo {
+  env: NodeJS.ProcessEnv;
+  stdout: (text: string) => void;
+}
+
+export function createCli(io: CliIo): Cli {
+  let config: Config | undefined;
+  let log: Logger | undefined;
+  const cli: Cli = {
+    result: undefined,
+    settings: () => (config ??= loadConfig(io.env)),
+    log: () => (log ??= createLogger(cli.settings().LOG_LEVEL)),
+    async withDatabase(work) {
+      const settings = cli.settings();
+      const { url, embedded } = await provideDatabase(settings, cli.log());
+      const database = openDatabase(url, 2, cli.log());
+      try {
+        return await work(database, url);
+      } finally {
+        await database.close();
+        await embedded?.stop();
+      }
+    },
+    print(data, json, text) {
+      io.stdout(json ? `${JSON.stringify(data, null, 2)}\n` : text(data));
+    },
+    action: (run) => async (...args) => {
+      cli.result = await run(...args);
+    },
+  };
+  return cli;
+}

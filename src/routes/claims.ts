@@ -1,0 +1,61 @@
+/**
+ * POST /claims?<allocation candidates query>: select and claim in one
+ * transaction (an extension; see src/services/claims.ts for how it locks).
+ * The query string is GET /allocation_candidates' at the request's
+ * microversion, through the same parser; the body says who claims and how
+ * to choose.
+ */
+import { Hono } from "hono";
+import { authorize } from "../auth/policy.js";
+import { readJsonBody } from "../http/body.js";
+import type { AppEnv, RouteDeps } from "../http/context.js";
+import { badRequest } from "../http/errors.js";
+import { declareRoute, requireMicroversion } from "../http/routing.js";
+import { queryPairs } from "../query/query-string.js";
+import { parseCandidatesQuery } from "../query/request-groups.js";
+import { claim } from "../services/claims.js";
+import { CLAIM_BODY } from "./claims-schemas.js";
+
+export function claimRoutes(deps: RouteDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  declareRoute(app, "/claims", {
+    POST: async (c) => {
+      requireMicroversion(c, "1.10");
+      authorize(c, "placement:claims:create");
+      const mv = c.get("microversion");
+      const query = parseCandidatesQuery(queryPairs(c.req.url), mv);
+      const body = await readJsonBody(c, CLAIM_BODY);
+      const uuids = body.consumers.map((x) => x.consumer_uuid);
+      const repeated = uuids.find((u, i) => uuids.indexOf(u) !== i);
+      if (repeated) throw badRequest(`Consumer ${repeated} is named more than once.`);
+      const outcome = await claim(deps.store, {
+        query,
+        engine: {
+          nestedAware: mv.atLeast("1.29"),
+          maxCandidates: deps.config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+          strategy: deps.config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
+        },
+        consumers: body.consumers.map((x) => ({
+          consumerUuid: x.consumer_uuid,
+          projectId: x.project_id,
+          userId: x.user_id,
+          // As PUT /allocations: the type is stored from 1.38.
+          consumerType: mv.atLeast("1.38") ? x.consumer_type : undefined,
+        })),
+        pick: body.pick,
+        alternates: body.alternates,
+        allOrNothing: body.all_or_nothing,
+      });
+      const mappings = mv.atLeast("1.34");
+      return c.json({
+        claims: outcome.claims.map((x) => ({ consumer_uuid: x.consumerUuid, allocations: x.allocations, consumer_generation: x.consumerGeneration })),
+        unplaced: outcome.unplaced,
+        alternates: outcome.alternates.map((a) => ({
+          allocations: Object.fromEntries(Object.entries(a.allocations).map(([rp, resources]) => [rp, { resources }])),
+          ...(mappings ? { mappings: a.mappings } : {}),
+        })),
+      });
+    },
+  });
+  return app;
+}
