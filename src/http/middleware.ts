@@ -9,7 +9,7 @@ import type { Config } from "../config.js";
 import type { AppEnv } from "./context.js";
 import { PlacementError } from "./errors.js";
 import { HEADER, parseMicroversion } from "./microversion.js";
-import { pastHandler, variesByMicroversion } from "./vary.js";
+import { pastHandler } from "./vary.js";
 import { createAuthenticator } from "../auth/authenticate.js";
 
 const REQUEST_ID_HEADER = "x-openstack-request-id";
@@ -101,7 +101,8 @@ export const microversion: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set("microversion", version);
   await next();
   c.res.headers.set(HEADER, `placement ${version.toString()}`);
-  if (c.error instanceof PlacementError && !variesByMicroversion(c.error)) return;
+  // An error response got its Vary (or, for one Placement raises past its handlers, none) in app.onError.
+  if (c.error) return;
   const vary = c.res.headers.get("vary");
   if (!vary?.toLowerCase().includes(HEADER)) c.res.headers.set("vary", vary ? `${vary}, ${HEADER}` : HEADER);
 };
