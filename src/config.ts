@@ -1,9 +1,15 @@
 /**
- * Runtime settings, all from environment variables, validated once at start-up.
- * A bad value stops start-up with one line naming the variable.
+ * Runtime settings, from environment variables and the operator's
+ * placement.conf (config-file.ts maps its options onto these names; the
+ * environment wins), validated once at start-up. A bad value stops start-up
+ * with one line naming the variable, or the file, section and option.
  */
 import os from "node:os";
 import { z } from "zod";
+import { ConfigError } from "./config-error.js";
+import { configFilePath, readConfigFile, type ConfigNote } from "./config-file.js";
+
+export { ConfigError } from "./config-error.js";
 
 const bool = z
   .enum(["true", "false", "1", "0", "yes", "no", "on", "off"])
@@ -54,25 +60,80 @@ export const configSchema = z.object({
   PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: bool.default(false),
   PLACEMENT_MAX_ALLOCATION_CANDIDATES: int(-1, 1_000_000_000).default(-1),
   PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY: z.enum(["depth-first", "breadth-first"]).default("depth-first"),
+  /** Keystone strategy: the identity endpoint named to clients in WWW-Authenticate (default PLACEMENT_KEYSTONE_URL). */
+  PLACEMENT_KEYSTONE_WWW_AUTHENTICATE_URI: z.string().url().optional(),
+  /** Domains of the service's credentials by id (win over the _NAME settings, as in keystoneauth). */
+  PLACEMENT_KEYSTONE_USER_DOMAIN_ID: z.string().min(1).optional(),
+  PLACEMENT_KEYSTONE_PROJECT_DOMAIN_ID: z.string().min(1).optional(),
+  /** A caller's X-Service-Token counts as a service's only with one of these roles (keystonemiddleware's service_token_roles). */
+  PLACEMENT_KEYSTONE_SERVICE_TOKEN_ROLES: list.default(["service"]),
+  /** A service token without those roles is refused (true) or believed with a warning (false, keystonemiddleware's default). */
+  PLACEMENT_KEYSTONE_SERVICE_TOKEN_ROLES_REQUIRED: bool.default(false),
+  /** Bounded waits (milliseconds; 0: no bound). A slow client must send its headers, then its whole request, within these. */
+  PLACEMENT_HEADERS_TIMEOUT_MS: int(0, 3_600_000).default(20_000),
+  PLACEMENT_REQUEST_TIMEOUT_MS: int(0, 3_600_000).default(60_000),
+  /** How long an idle keep-alive connection stays open; above a load balancer's idle timeout. */
+  PLACEMENT_KEEP_ALIVE_TIMEOUT_MS: int(0, 3_600_000).default(65_000),
+  /** A request whose handler has not answered by then gets 503 (the database work under it is bounded below). */
+  PLACEMENT_HANDLER_TIMEOUT_MS: int(0, 3_600_000).default(60_000),
+  PLACEMENT_DB_ACQUIRE_TIMEOUT_MS: int(0, 3_600_000).default(5_000),
+  PLACEMENT_DB_STATEMENT_TIMEOUT_MS: int(0, 3_600_000).default(30_000),
+  PLACEMENT_DB_LOCK_TIMEOUT_MS: int(0, 3_600_000).default(10_000),
+  PLACEMENT_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: int(0, 3_600_000).default(60_000),
 });
 
 export type Config = z.infer<typeof configSchema>;
 
-export class ConfigError extends Error {}
+export type ConfigKey = keyof Config;
 
-/** Parses settings from an environment; throws ConfigError with a one-line message. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const relevant = Object.fromEntries(
-    Object.keys(configSchema.shape)
-      .filter((k) => env[k] !== undefined && env[k] !== "")
-      .map((k) => [k, env[k]]),
-  );
-  const parsed = configSchema.safeParse(relevant);
+export interface LoadedConfig {
+  config: Config;
+  /** Per setting: "default", "environment NAME" or "FILE [section] option". */
+  sources: Record<ConfigKey, string>;
+  /** The configuration file read, if any. */
+  file?: string;
+  /** What the file said that has no effect here, or that nobody knows. */
+  notes: ConfigNote[];
+}
+
+/**
+ * Settings from an environment and the configuration file (--config-file,
+ * PLACEMENT_CONFIG_FILE, or /etc/placement/placement.conf when it exists);
+ * throws ConfigError with a one-line message.
+ */
+export function loadSettings(env: NodeJS.ProcessEnv = process.env, configFile?: string): LoadedConfig {
+  const inEnv = (k: string) => env[k] !== undefined && env[k] !== "";
+  const file = configFilePath(env, configFile);
+  const fromFile = file ? readConfigFile(file, inEnv) : undefined;
+  const raw: Record<string, string> = {};
+  const sources = {} as Record<ConfigKey, string>;
+  for (const key of Object.keys(configSchema.shape) as ConfigKey[]) {
+    const setting = fromFile?.settings[key];
+    if (inEnv(key)) {
+      raw[key] = env[key]!;
+      sources[key] = `environment ${key}`;
+    } else if (setting) {
+      raw[key] = setting.value;
+      sources[key] = setting.where;
+    } else sources[key] = "default";
+  }
+  const parsed = configSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new ConfigError(`invalid setting ${String(issue.path[0])}: ${issue.message}`);
+    const key = String(issue.path[0]) as ConfigKey;
+    const where = sources[key];
+    throw new ConfigError(
+      where.startsWith("environment") || where === "default"
+        ? `invalid setting ${key}: ${issue.message}`
+        : `invalid value in ${where}: ${issue.message}`,
+    );
   }
-  return parsed.data;
+  return { config: parsed.data, sources, file, notes: fromFile?.notes ?? [] };
+}
+
+/** Parses settings from an environment (and the configuration file it names); throws ConfigError. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, configFile?: string): Config {
+  return loadSettings(env, configFile).config;
 }
 
 /** A config for tests and tools: defaults plus overrides. */

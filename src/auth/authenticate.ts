@@ -54,13 +54,16 @@ function keystone(config: Config, log: Logger): Authenticator {
     projectDomainName: config.PLACEMENT_KEYSTONE_PROJECT_DOMAIN_NAME,
     cacheSeconds: config.PLACEMENT_KEYSTONE_TOKEN_CACHE_SECONDS,
     timeoutMs: config.PLACEMENT_KEYSTONE_TIMEOUT_SECONDS * 1000,
+    serviceTokenRoles: config.PLACEMENT_KEYSTONE_SERVICE_TOKEN_ROLES,
+    serviceTokenRolesRequired: config.PLACEMENT_KEYSTONE_SERVICE_TOKEN_ROLES_REQUIRED,
+    onWarning: (message) => log.warn(message),
   });
   const challenge = `Keystone uri="${config.PLACEMENT_KEYSTONE_URL}"`;
   return async (c) => {
     const token = c.req.header("x-auth-token");
     if (!token) throw unauthorized(challenge);
     try {
-      return await validator.validate(token);
+      return await validator.validate(token, c.req.header("x-service-token") || undefined);
     } catch (err) {
       if (err instanceof InvalidToken) throw unauthorized(challenge);
       if (err instanceof IdentityServiceUnavailable) {

@@ -5,6 +5,14 @@
  * X-Subject-Token). Verdicts are cached for a short time so Keystone does
  * not see one request per API call; a valid token is never cached past its
  * expiry.
+ *
+ * X-Service-Token, as keystonemiddleware handles it: a service calling on a
+ * user's behalf (Nova for a long-running migration) sends its own token
+ * beside the user's. The service token must be valid, or the request is
+ * refused; when it carries one of the service roles, the user's token is
+ * accepted even past its expiry (Keystone's allow_expired window). Without
+ * those roles it is refused when service_token_roles_required is set, and
+ * otherwise believed, with a warning, but gives no such leeway.
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
@@ -22,6 +30,12 @@ export interface KeystoneOptions {
   timeoutMs: number;
   /** Largest number of cached tokens; the oldest go first. */
   maxCachedTokens?: number;
+  /** Roles that make an X-Service-Token a service's (keystonemiddleware's service_token_roles). */
+  serviceTokenRoles?: string[];
+  /** Refuse a service token without those roles (keystonemiddleware's service_token_roles_required). */
+  serviceTokenRolesRequired?: boolean;
+  /** Told once when a service token without a service role is believed. */
+  onWarning?: (message: string) => void;
 }
 
 /** The caller's token is missing, malformed, unknown, expired or revoked. */
@@ -53,6 +67,7 @@ export class KeystoneValidator {
   private readonly base: string;
   private readonly cache = new Map<string, CachedVerdict>();
   private serviceToken: Promise<{ token: string; until: number }> | undefined;
+  private warnedAboutServiceRoles = false;
 
   constructor(
     private readonly options: KeystoneOptions,
@@ -61,11 +76,36 @@ export class KeystoneValidator {
     this.base = options.url.replace(/\/+$/, "").replace(/\/v3$/, "");
   }
 
-  /** Resolves the caller's identity, or throws InvalidToken / IdentityServiceUnavailable. */
-  async validate(token: string): Promise<Identity> {
+  /**
+   * Resolves the caller's identity from its token (and the X-Service-Token
+   * of a service acting for it, if sent), or throws InvalidToken /
+   * IdentityServiceUnavailable.
+   */
+  async validate(token: string, serviceToken?: string): Promise<Identity> {
+    let allowExpired = false;
+    if (serviceToken !== undefined) {
+      const service = await this.lookup(serviceToken, false);
+      const roles = this.options.serviceTokenRoles ?? ["service"];
+      const isService = service.roles.some((r) => roles.includes(r));
+      if (!isService && this.options.serviceTokenRolesRequired) throw new InvalidToken("service token without a service role");
+      if (!isService && !this.warnedAboutServiceRoles) {
+        this.warnedAboutServiceRoles = true;
+        this.options.onWarning?.(
+          `a valid token without any of the roles ${roles.join(", ")} was sent as X-Service-Token and believed; ` +
+            "set service_token_roles_required (PLACEMENT_KEYSTONE_SERVICE_TOKEN_ROLES_REQUIRED) to refuse such tokens",
+        );
+      }
+      allowExpired = isService;
+    }
+    return this.lookup(token, allowExpired);
+  }
+
+  /** One token's identity, from the cache or Keystone; `allowExpired` accepts it past its expiry. */
+  private async lookup(token: string, allowExpired: boolean): Promise<Identity> {
     if (!TOKEN_SHAPE.test(token)) throw new InvalidToken("malformed token");
-    // Cache by digest so a heap dump does not hand out live tokens.
-    const key = createHash("sha256").update(token).digest("base64");
+    // Cache by digest so a heap dump does not hand out live tokens. A verdict
+    // given with the expiry waived is kept apart from the plain one.
+    const key = (allowExpired ? "x" : "") + createHash("sha256").update(token).digest("base64");
     const cached = this.cache.get(key);
     if (cached && cached.until > this.now()) {
       if (!cached.identity) throw new InvalidToken("token rejected earlier");
@@ -76,13 +116,14 @@ export class KeystoneValidator {
     const cacheUntil = this.now() + this.options.cacheSeconds * 1000;
     let answer: { identity: Identity; expiresAt: number };
     try {
-      answer = await this.ask(token);
+      answer = await this.ask(token, allowExpired);
     } catch (err) {
       // Remembering rejections keeps a flood of made-up tokens from becoming a flood on Keystone.
       if (err instanceof InvalidToken) this.remember(key, { identity: undefined, until: cacheUntil });
       throw err;
     }
-    this.remember(key, { identity: answer.identity, until: Math.min(cacheUntil, answer.expiresAt) });
+    // With the expiry waived the token is believed for the cache time like any other.
+    this.remember(key, { identity: answer.identity, until: allowExpired ? cacheUntil : Math.min(cacheUntil, answer.expiresAt) });
     return answer.identity;
   }
 
@@ -94,9 +135,9 @@ export class KeystoneValidator {
     this.cache.set(key, verdict);
   }
 
-  private async ask(token: string, retried = false): Promise<{ identity: Identity; expiresAt: number }> {
+  private async ask(token: string, allowExpired: boolean, retried = false): Promise<{ identity: Identity; expiresAt: number }> {
     const service = await this.getServiceToken();
-    const res = await this.fetch(`${this.base}/v3/auth/tokens?nocatalog`, {
+    const res = await this.fetch(`${this.base}/v3/auth/tokens?nocatalog${allowExpired ? "&allow_expired=1" : ""}`, {
       method: "GET",
       headers: { "x-auth-token": service.token, "x-subject-token": token, accept: "application/json" },
     });
@@ -104,14 +145,14 @@ export class KeystoneValidator {
     if (res.status === 401 && !retried) {
       // Our own token expired or was revoked early: get a new one, once.
       this.serviceToken = undefined;
-      return this.ask(token, true);
+      return this.ask(token, allowExpired, true);
     }
     if (res.status !== 200) throw new IdentityServiceUnavailable(`identity service answered ${res.status} to token validation`);
     const parsed = tokenBody.safeParse(await readJson(res));
     if (!parsed.success) throw new IdentityServiceUnavailable("identity service sent an unreadable token");
     const t = parsed.data.token;
     const expiresAt = Date.parse(t.expires_at);
-    if (!Number.isFinite(expiresAt) || expiresAt <= this.now()) throw new InvalidToken("token expired");
+    if (!Number.isFinite(expiresAt) || (expiresAt <= this.now() && !allowExpired)) throw new InvalidToken("token expired");
     return {
       expiresAt,
       identity: {
@@ -169,10 +210,16 @@ export class KeystoneValidator {
   }
 
   private async fetch(url: string, init: RequestInit): Promise<Response> {
-    try {
-      return await fetch(url, { ...init, redirect: "error", signal: AbortSignal.timeout(this.options.timeoutMs) });
-    } catch (err) {
-      throw new IdentityServiceUnavailable(`identity service unreachable: ${(err as Error).message}`);
+    const signal = AbortSignal.timeout(this.options.timeoutMs);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await fetch(url, { ...init, redirect: "error", signal });
+      } catch (err) {
+        // A kept-alive connection the server closed meanwhile (uwsgi's http-socket closes every one)
+        // fails the request before Keystone saw it: one more try on a new connection.
+        if (attempt === 0 && !signal.aborted) continue;
+        throw new IdentityServiceUnavailable(`identity service unreachable: ${(err as Error).message}`);
+      }
     }
   }
 }

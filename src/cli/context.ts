@@ -4,7 +4,7 @@
  * and one way to print results (text, or JSON with `--json`).
  */
 import type { Command } from "commander";
-import { loadConfig, type Config } from "../config.js";
+import { loadSettings, type Config, type LoadedConfig } from "../config.js";
 import { openDatabase, type Database } from "../db/database.js";
 import { createLogger, type Logger } from "../log.js";
 import { provideDatabase } from "../server.js";
@@ -15,6 +15,8 @@ export type ActionResult = number | typeof KEEP_RUNNING;
 
 export interface Cli {
   settings(): Config;
+  /** The settings with where each came from, and the notes about the configuration file. */
+  loadedSettings(): LoadedConfig;
   log(): Logger;
   /** Opens the configured database (starting the embedded one when DATABASE_URL is unset), runs `work`, closes it. */
   withDatabase<T>(work: (database: Database, url: string) => Promise<T>): Promise<T>;
@@ -36,13 +38,21 @@ export interface CliIo {
   stdout: (text: string) => void;
 }
 
-export function createCli(io: CliIo): Cli {
-  let config: Config | undefined;
+/** `configFile` gives --config-file once the command line is parsed. */
+export function createCli(io: CliIo, configFile: () => string | undefined = () => undefined): Cli {
+  let loaded: LoadedConfig | undefined;
   let log: Logger | undefined;
   const cli: Cli = {
     result: undefined,
-    settings: () => (config ??= loadConfig(io.env)),
-    log: () => (log ??= createLogger(cli.settings().LOG_LEVEL)),
+    loadedSettings: () => (loaded ??= loadSettings(io.env, configFile())),
+    settings: () => cli.loadedSettings().config,
+    log: () => {
+      if (log) return log;
+      log = createLogger(cli.settings().LOG_LEVEL);
+      // What the configuration file says that has no effect here, or that nobody knows.
+      for (const note of cli.loadedSettings().notes) log[note.level](note.message);
+      return log;
+    },
     async withDatabase(work) {
       const settings = cli.settings();
       const { url, embedded } = await provideDatabase(settings, cli.log());

@@ -16,6 +16,7 @@ import { SETTINGS_HELP } from "./settings-help.js";
 /** The groups commands may attach to, with the description their `--help` shows. */
 const GROUPS: Record<string, string> = {
   db: "The database: schema version and migrations.",
+  config: "The configuration: what placement.conf and the environment add up to.",
 };
 
 export function commandGroup(program: Command, name: keyof typeof GROUPS & string): Command {
@@ -65,9 +66,14 @@ async function loadCommands(): Promise<CommandModule[]> {
 }
 
 export async function buildProgram(io: CliIo, stderr: (text: string) => void) {
-  const cli = createCli(io);
-  const program = new PlacementCommand("placement")
+  let program: Command | undefined;
+  const cli = createCli(io, () => program?.opts<{ configFile?: string }>().configFile);
+  program = new PlacementCommand("placement")
     .description("OpenStack Placement API server and operator commands.")
+    .option(
+      "--config-file <path>",
+      "Placement's oslo.config file (default: PLACEMENT_CONFIG_FILE, else /etc/placement/placement.conf when it exists); the environment wins over it",
+    )
     .configureHelp({ showGlobalOptions: true })
     .configureOutput({
       writeOut: io.stdout,

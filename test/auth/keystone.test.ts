@@ -154,3 +154,55 @@ describe("keystone strategy", () => {
     expect((await t.request("GET", "/", { token: null })).status).toBe(200);
   });
 });
+
+describe("X-Service-Token, as keystonemiddleware handles it", () => {
+  let strict: Harness;
+  beforeAll(async () => {
+    strict = await startHarness({ config: { ...keystoneConfig(ks), PLACEMENT_KEYSTONE_SERVICE_TOKEN_ROLES_REQUIRED: true } });
+  });
+  afterAll(async () => {
+    await strict.close();
+  });
+
+  const expiredUser = () => {
+    const user = token("expired-admin");
+    ks.issue(user, { userId: "u-admin", projectId: newUuid(), roles: ["admin"], expiresAt: new Date(Date.now() - 60_000) });
+    return user;
+  };
+  const service = (roles: string[]) => {
+    const svc = token("nova");
+    ks.issue(svc, { userId: "u-nova", projectId: newUuid(), roles });
+    return svc;
+  };
+
+  it("accepts the user's expired token beside a valid service token with a service role, as the user", async () => {
+    const user = expiredUser();
+    const svc = service(["service"]);
+    expectUnauthorized(await t.request("GET", "/resource_providers", { token: user }));
+    expect((await t.request("GET", "/resource_providers", { token: user, headers: { "x-service-token": svc } })).status).toBe(200);
+    // The identity is the user's: a member's own token beside the service token is still refused by policy.
+    const member = token("member");
+    ks.issue(member, { userId: "u-member", projectId: newUuid(), roles: ["member"] });
+    expect((await t.request("GET", "/resource_providers", { token: member, headers: { "x-service-token": svc } })).status).toBe(403);
+  });
+
+  it("refuses the request when the service token itself is invalid or expired", async () => {
+    const admin = token("admin");
+    ks.issue(admin, { userId: "u-admin", projectId: newUuid(), roles: ["admin"] });
+    expectUnauthorized(await t.request("GET", "/resource_providers", { token: admin, headers: { "x-service-token": token("forged") } }));
+    const stale = token("stale-nova");
+    ks.issue(stale, { userId: "u-nova", projectId: newUuid(), roles: ["service"], expiresAt: new Date(Date.now() - 1000) });
+    expectUnauthorized(await t.request("GET", "/resource_providers", { token: admin, headers: { "x-service-token": stale } }));
+  });
+
+  it("without a service role: believed but no leeway for an expired user token, or refused when roles are required", async () => {
+    const admin = token("admin");
+    ks.issue(admin, { userId: "u-admin", projectId: newUuid(), roles: ["admin"] });
+    const plain = service(["member"]);
+    expect((await t.request("GET", "/resource_providers", { token: admin, headers: { "x-service-token": plain } })).status).toBe(200);
+    expectUnauthorized(await t.request("GET", "/resource_providers", { token: expiredUser(), headers: { "x-service-token": plain } }));
+    expectUnauthorized(await strict.request("GET", "/resource_providers", { token: admin, headers: { "x-service-token": plain } }));
+    const svc = service(["service"]);
+    expect((await strict.request("GET", "/resource_providers", { token: admin, headers: { "x-service-token": svc } })).status).toBe(200);
+  });
+});

@@ -2,7 +2,8 @@
  * A small Keystone v3 identity server for tests, on loopback: it issues the
  * service's own token for the configured credentials (POST /v3/auth/tokens)
  * and validates subject tokens (GET /v3/auth/tokens), answering 404 for
- * unknown or expired tokens as Keystone does.
+ * unknown or expired tokens as Keystone does (unless asked with
+ * allow_expired=1, as for a user token sent beside a service token).
  *
  *   const ks = await startFakeKeystone();
  *   ks.issue("tok-1", { userId: "u", projectId: "p", roles: ["admin"] });
@@ -77,7 +78,9 @@ export async function startFakeKeystone(): Promise<FakeKeystone> {
       if (failure !== undefined) return send(res, failure, { error: { code: failure } });
       const subject = tokens.get(String(req.headers["x-subject-token"]));
       const expiresAt = subject?.expiresAt ?? new Date(Date.now() + 3600_000);
-      if (!subject || (expiresAt.getTime() <= Date.now() && !subject.reportExpired)) {
+      // ?allow_expired=1 (a service acting for the user): Keystone still answers for an expired token.
+      const allowExpired = /[?&]allow_expired=1\b/.test(req.url ?? "");
+      if (!subject || (expiresAt.getTime() <= Date.now() && !subject.reportExpired && !allowExpired)) {
         return send(res, 404, { error: { code: 404, message: "Could not find token" } });
       }
       return send(res, 200, {
