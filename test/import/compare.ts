@@ -45,7 +45,8 @@ export function canonical(text: string): string {
 
 /**
  * GET /traits: our standard traits come from a newer os-traits than
- * Placement 8.0.0's, so ours may list standard traits the reference lacks.
+ * Placement 8.0.0's, so ours may list standard traits the reference lacks
+ * (docs/placement-bugs.md: "Zed's standard traits and resource classes are older").
  */
 function withoutNewerStandardTraits(ours: string, reference: string): string {
   const known = new Set<string>(JSON.parse(reference).traits);
