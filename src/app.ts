@@ -6,6 +6,8 @@ import { Hono } from "hono";
 import type { AppDeps, AppEnv, RouteDeps } from "./http/context.js";
 import { PlacementError, renderError } from "./http/errors.js";
 import { placementErrorFor } from "./http/error-table.js";
+import { handlerDeadline } from "./http/deadline.js";
+import { rootCause } from "./root-cause.js";
 import { authMiddleware, bodySizeLimit, corsMiddleware, headerChecks, microversion, requestId } from "./http/middleware.js";
 import { createPolicyEnforcer } from "./auth/policy.js";
 import { rootRoutes } from "./routes/root.js";
@@ -18,6 +20,7 @@ import { allocationRoutes } from "./routes/allocations.js";
 import { usageRoutes } from "./routes/usages.js";
 import { reshaperRoutes } from "./routes/reshaper.js";
 import { allocationCandidateRoutes } from "./routes/allocation-candidates.js";
+import { changeRoutes } from "./routes/changes.js";
 import { claimRoutes } from "./routes/claims.js";
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
@@ -29,6 +32,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   };
 
   app.use(requestId);
+  app.use(handlerDeadline(deps.config.PLACEMENT_HANDLER_TIMEOUT_MS, deps.log));
   const cors = corsMiddleware(deps.config);
   if (cors) app.use(cors);
   app.use(async (c, next) => {
@@ -52,6 +56,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     reshaperRoutes,
     allocationCandidateRoutes,
     claimRoutes,
+    changeRoutes,
   ]) {
     app.route("/", routes(routeDeps));
   }
@@ -62,6 +67,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   app.onError((err, c) => {
     const placementError = placementErrorFor(err) ?? internalError(err, deps, c.get("requestId"), c.req.method, c.req.path);
+    if (placementError.status === 503 && !(err instanceof PlacementError)) {
+      // The client is told only to retry; the operator is told what the database said.
+      deps.log.warn("database unavailable", { requestId: c.get("requestId"), method: c.req.method, path: c.req.path, cause: rootCause(err) });
+    }
     const version = c.get("microversion");
     const includeCode = version ? version.atLeast("1.23") : false;
     const headers: Record<string, string> = { ...placementError.headers };
@@ -79,6 +88,6 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
 /** Logs an unexpected failure in full and gives the client nothing internal. */
 function internalError(err: Error, deps: AppDeps, requestId: string | undefined, method: string, path: string): PlacementError {
-  deps.log.error("unhandled error", { requestId, method, path, error: err.message, stack: err.stack });
+  deps.log.error("unhandled error", { requestId, method, path, error: err.message, cause: rootCause(err), stack: err.stack });
   return new PlacementError(500, `An unexpected error occurred (request ${requestId ?? "unknown"}).`);
 }

@@ -69,6 +69,17 @@ export const configSchema = z.object({
   PLACEMENT_KEYSTONE_SERVICE_TOKEN_ROLES: list.default(["service"]),
   /** A service token without those roles is refused (true) or believed with a warning (false, keystonemiddleware's default). */
   PLACEMENT_KEYSTONE_SERVICE_TOKEN_ROLES_REQUIRED: bool.default(false),
+  /** Bounded waits (milliseconds; 0: no bound). A slow client must send its headers, then its whole request, within these. */
+  PLACEMENT_HEADERS_TIMEOUT_MS: int(0, 3_600_000).default(20_000),
+  PLACEMENT_REQUEST_TIMEOUT_MS: int(0, 3_600_000).default(60_000),
+  /** How long an idle keep-alive connection stays open; above a load balancer's idle timeout. */
+  PLACEMENT_KEEP_ALIVE_TIMEOUT_MS: int(0, 3_600_000).default(65_000),
+  /** A request whose handler has not answered by then gets 503 (the database work under it is bounded below). */
+  PLACEMENT_HANDLER_TIMEOUT_MS: int(0, 3_600_000).default(60_000),
+  PLACEMENT_DB_ACQUIRE_TIMEOUT_MS: int(0, 3_600_000).default(5_000),
+  PLACEMENT_DB_STATEMENT_TIMEOUT_MS: int(0, 3_600_000).default(30_000),
+  PLACEMENT_DB_LOCK_TIMEOUT_MS: int(0, 3_600_000).default(10_000),
+  PLACEMENT_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: int(0, 3_600_000).default(60_000),
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -21,3 +21,9 @@ export function rootCause(err: unknown): RootCause {
   const message = e instanceof Error ? e.message : String(e);
   return typeof code === "string" ? { message, code } : { message };
 }
+
+/** The root cause in one line: "message (code)". */
+export function rootCauseText(err: unknown): string {
+  const { message, code } = rootCause(err);
+  return code ? `${message} (${code})` : message;
+}

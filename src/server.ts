@@ -8,7 +8,9 @@ import { serve } from "@hono/node-server";
 import { createApp } from "./app.js";
 import { answerParserErrors } from "./http/client-error.js";
 import type { Config } from "./config.js";
-import { openDatabase } from "./db/database.js";
+import { openDatabase, sessionLimits } from "./db/database.js";
+import { rootCause, rootCauseText } from "./root-cause.js";
+import { superviseWorkers, type StartupFailure } from "./supervisor.js";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./db/embedded.js";
 import { runMigrations } from "./db/migrate.js";
 import type { Logger } from "./log.js";
@@ -32,13 +34,33 @@ export async function migrateDatabase(url: string, log: Logger): Promise<void> {
   }
 }
 
+/** Node's HTTP server options for the bounded waits of a slow client (see config.ts). */
+function httpServerOptions(config: Config) {
+  const requestTimeout = config.PLACEMENT_REQUEST_TIMEOUT_MS;
+  return {
+    // Node refuses a headers timeout longer than the whole request's.
+    headersTimeout: requestTimeout > 0 ? Math.min(config.PLACEMENT_HEADERS_TIMEOUT_MS, requestTimeout) : config.PLACEMENT_HEADERS_TIMEOUT_MS,
+    requestTimeout,
+    keepAliveTimeout: config.PLACEMENT_KEEP_ALIVE_TIMEOUT_MS,
+    // Node checks those timeouts on this interval (30 s by default): a slow client is cut near its bound.
+    connectionsCheckingInterval: 500,
+  };
+}
+
 /** Serves HTTP in this process; `stop` stops accepting, lets in-flight requests finish, then closes the pool. */
 export async function serveHttp(config: Config, url: string, log: Logger): Promise<{ server: Server; stop: () => Promise<void> }> {
-  const database = openDatabase(url, config.PLACEMENT_DB_POOL_SIZE, log);
+  const database = openDatabase(url, config.PLACEMENT_DB_POOL_SIZE, log, sessionLimits(config));
   const app = createApp({ db: database.db, config, log });
-  const server = await new Promise<Server>((resolve) => {
-    const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST }, () => resolve(s as Server));
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST, serverOptions: httpServerOptions(config) }, () =>
+      resolve(s as Server),
+    );
+    s.once("error", reject); // EADDRINUSE, EACCES: this process cannot serve
+  }).catch(async (err) => {
+    await database.close();
+    throw err;
   });
+  server.keepAliveTimeout = config.PLACEMENT_KEEP_ALIVE_TIMEOUT_MS;
   answerParserErrors(server);
   const stop = async () => {
     // close() stops accepting and waits for open connections; a keep-alive
@@ -56,32 +78,50 @@ export async function serveHttp(config: Config, url: string, log: Logger): Promi
   return { server, stop };
 }
 
-/** Runs `cleanup` once on the first SIGTERM/SIGINT, then exits. */
-function onShutdownSignal(log: Logger, cleanup: () => Promise<void>): void {
+/**
+ * Runs `cleanup` once on the first SIGTERM/SIGINT, then exits 0; a second
+ * signal does not wait for it: `force`, then exit 1.
+ */
+function onShutdownSignal(log: Logger, cleanup: () => Promise<void>, force: () => void = () => undefined): void {
   let stopping = false;
   const handler = (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      log.warn("second signal: exiting without waiting for in-flight requests", { signal });
+      force();
+      process.exit(1);
+    }
     stopping = true;
     log.info("shutting down", { signal });
     cleanup()
-      .catch((err) => log.error("error during shutdown", { error: String(err) }))
+      .catch((err) => log.error("error during shutdown", { error: String(err), cause: rootCause(err) }))
       .finally(() => process.exit(0));
   };
   process.on("SIGTERM", handler);
   process.on("SIGINT", handler);
 }
 
-/**
- * The primary process: prepares the database once, then runs `workers` HTTP
- * workers (or serves itself when one is enough). On SIGTERM/SIGINT the
- * workers drain, then the embedded database (if started here) stops.
- */
-export async function runServer(config: Config, log: Logger): Promise<void> {
-  if (cluster.isWorker) {
+/** A worker: serves, or tells the primary why it cannot before failing. */
+async function runWorker(config: Config, log: Logger): Promise<void> {
+  try {
     const { stop } = await serveHttp(config, process.env.PLACEMENT_RESOLVED_DATABASE_URL!, log);
     onShutdownSignal(log, stop);
-    return;
+  } catch (err) {
+    const failure: StartupFailure = { type: "startup-failed", cause: rootCauseText(err) };
+    await new Promise<void>((resolve) => process.send!(failure, () => resolve()));
+    throw err;
   }
+}
+
+/**
+ * The primary process: prepares the database once, then runs `workers` HTTP
+ * workers (or serves itself when one is enough). "placement listening" is
+ * logged once the port is bound. On SIGTERM/SIGINT the workers drain, then
+ * the embedded database (if started here) stops. A worker left alone by a
+ * killed primary exits on its own (cluster does that on the IPC channel's
+ * disconnect), so no orphan keeps serving.
+ */
+export async function runServer(config: Config, log: Logger): Promise<void> {
+  if (cluster.isWorker) return runWorker(config, log);
   // Refuse unsafe or broken auth settings before touching the database.
   createPolicyEnforcer(config);
   checkAuthStartup(config, log);
@@ -97,7 +137,10 @@ export async function runServer(config: Config, log: Logger): Promise<void> {
   }
 
   if (config.PLACEMENT_WORKERS <= 1) {
-    const { stop } = await serveHttp(config, url, log);
+    const { stop } = await serveHttp(config, url, log).catch(async (err) => {
+      await stopEmbedded();
+      throw err;
+    });
     onShutdownSignal(log, async () => {
       await stop();
       await stopEmbedded();
@@ -106,27 +149,26 @@ export async function runServer(config: Config, log: Logger): Promise<void> {
     return;
   }
 
-  let stopping = false;
-  const fork = () => cluster.fork({ PLACEMENT_RESOLVED_DATABASE_URL: url });
-  for (let i = 0; i < config.PLACEMENT_WORKERS; i++) fork();
-  cluster.on("exit", (worker, code) => {
-    if (stopping) return;
-    log.warn("worker exited; starting another", { pid: worker.process.pid, code });
-    fork();
-  });
-  onShutdownSignal(log, async () => {
-    stopping = true;
-    const workers = Object.values(cluster.workers ?? {}).filter((w) => w !== undefined);
-    await Promise.all(
-      workers.map(
-        (w) =>
-          new Promise<void>((resolve) => {
-            w.once("exit", () => resolve());
-            w.process.kill("SIGTERM");
-          }),
-      ),
-    );
+  const workers = superviseWorkers(config.PLACEMENT_WORKERS, { PLACEMENT_RESOLVED_DATABASE_URL: url }, log);
+  onShutdownSignal(
+    log,
+    async () => {
+      await workers.stop();
+      await stopEmbedded();
+    },
+    () => workers.kill(),
+  );
+  try {
+    await workers.up;
+  } catch (err) {
     await stopEmbedded();
-  });
+    throw err;
+  }
   log.info("placement listening", { host: config.HOST, port: config.PORT, workers: config.PLACEMENT_WORKERS });
+  // Once up, the same rule holds: every worker gone and none able to start again.
+  void workers.failed.then(async (err) => {
+    log.error("placement cannot serve: workers keep failing to start", { cause: err.message });
+    await stopEmbedded().catch(() => undefined);
+    process.exit(1);
+  });
 }

@@ -117,10 +117,11 @@ export const API_RULES: RuleDefault[] = [
   api("allocation_candidates:list", ADMIN_OR_SERVICE, "List allocation candidates.", "GET /allocation_candidates"),
   // An extension (select and claim in one step): it writes allocations, so it defaults as allocations:manage does.
   api("claims:create", ADMIN_OR_SERVICE, "Choose allocation candidates and claim them (extension).", "POST /claims"),
+  api("changes:list", ADMIN_OR_SERVICE, "Follow the change feed of providers, inventories, usage, traits and aggregates (extension).", "GET /changes"),
   api("reshaper:reshape", SERVICE, "Reshape Inventory and Allocations.", "POST /reshaper"),
 ];
 
 /** Rules of this server's extensions beside the Placement API (README "Extensions"), not Placement's own. */
-export const EXTENSION_RULES = new Set(["placement:claims:create"]);
+export const EXTENSION_RULES = new Set(["placement:claims:create", "placement:changes:list"]);
 
 export const ALL_RULES: RuleDefault[] = [...BASE_RULES, ...API_RULES];

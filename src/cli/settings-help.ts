@@ -33,4 +33,14 @@ and \`placement config show\` prints what they add up to):
   PLACEMENT_KEYSTONE_USER_DOMAIN_ID / _PROJECT_DOMAIN_ID   The credentials' domains by id (win over the names).
   PLACEMENT_KEYSTONE_SERVICE_TOKEN_ROLES   Roles that make an X-Service-Token a service's (default service).
   PLACEMENT_KEYSTONE_SERVICE_TOKEN_ROLES_REQUIRED   Refuse an X-Service-Token without them (default false).
+
+Bounded waits (milliseconds, 0 for none; see the README's "Operating" section):
+  PLACEMENT_HEADERS_TIMEOUT_MS   A client must send its request headers within this (default 20000; 408 after).
+  PLACEMENT_REQUEST_TIMEOUT_MS   ... and its whole request, headers and body (default 60000; 408 after).
+  PLACEMENT_KEEP_ALIVE_TIMEOUT_MS   Idle keep-alive connections close after this (default 65000; keep it above a load balancer's idle timeout).
+  PLACEMENT_HANDLER_TIMEOUT_MS   A request not answered by then gets 503 (default 60000).
+  PLACEMENT_DB_ACQUIRE_TIMEOUT_MS   Longest wait for a database connection, including connecting (default 5000; 503 after).
+  PLACEMENT_DB_STATEMENT_TIMEOUT_MS   PostgreSQL statement_timeout of every session (default 30000; 503 after).
+  PLACEMENT_DB_LOCK_TIMEOUT_MS   PostgreSQL lock_timeout of every session (default 10000; 503 after).
+  PLACEMENT_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS   PostgreSQL idle_in_transaction_session_timeout (default 60000).
 `;

@@ -6,7 +6,9 @@ import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import pg from "pg";
 import * as schema from "./schema.js";
 import { sqlStateMeaning } from "./sql-state.js";
+import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
+import { rootCause } from "../root-cause.js";
 
 export type Db = NodePgDatabase<typeof schema>;
 export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
@@ -31,14 +33,70 @@ function parseBigintsAsNumbers(): void {
   pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
 }
 
-export function openDatabase(url: string, poolSize: number, log: Logger): Database {
+/** Bounds on how long a connection may wait or work; 0 means no bound (PostgreSQL's own default). */
+export interface SessionLimits {
+  /** Longest a request waits for a pooled connection, including making a new one. */
+  acquireTimeoutMs: number;
+  statementTimeoutMs: number;
+  lockTimeoutMs: number;
+  idleInTransactionTimeoutMs: number;
+}
+
+export const NO_LIMITS: SessionLimits = { acquireTimeoutMs: 0, statementTimeoutMs: 0, lockTimeoutMs: 0, idleInTransactionTimeoutMs: 0 };
+
+export function sessionLimits(config: Config): SessionLimits {
+  return {
+    acquireTimeoutMs: config.PLACEMENT_DB_ACQUIRE_TIMEOUT_MS,
+    statementTimeoutMs: config.PLACEMENT_DB_STATEMENT_TIMEOUT_MS,
+    lockTimeoutMs: config.PLACEMENT_DB_LOCK_TIMEOUT_MS,
+    idleInTransactionTimeoutMs: config.PLACEMENT_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+  };
+}
+
+export function openDatabase(url: string, poolSize: number, log: Logger, limits: SessionLimits = NO_LIMITS): Database {
   parseBigintsAsNumbers();
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
-  // An idle client can error when the server goes away (embedded postgres
-  // getting Ctrl-C first); without a listener that would crash the process.
-  pool.on("error", (err) => log.warn("database connection error", { error: err.message }));
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: limits.acquireTimeoutMs,
+    // Sent in the start-up packet, so every session has them before its first statement.
+    statement_timeout: limits.statementTimeoutMs || undefined,
+    lock_timeout: limits.lockTimeoutMs || undefined,
+    idle_in_transaction_session_timeout: limits.idleInTransactionTimeoutMs || undefined,
+    // A peer that vanished without closing (failover, cut network) is noticed instead of waited on forever.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  });
+  watchConnections(pool, log);
   const db = drizzle(pool, { schema });
   return { pool, db, close: () => pool.end() };
+}
+
+/**
+ * pg-pool listens for errors only on idle clients: a client checked out (a
+ * drizzle transaction, the candidates statement) whose connection dies would
+ * emit 'error' with no listener and crash the process. Every client the pool
+ * makes gets a listener for its whole life. The query in flight on a dead
+ * client fails on its own; the client itself goes back to the pool at once,
+ * marked broken so that the pool drops it, because its holder may never give
+ * it back: drizzle's transaction() does not release a client whose BEGIN
+ * failed, and that lost slot would starve the pool and hang its end().
+ */
+function watchConnections(pool: pg.Pool, log: Logger): void {
+  const checkedOut = new Set<pg.PoolClient>();
+  pool.on("acquire", (client) => checkedOut.add(client));
+  pool.on("release", (_err, client) => checkedOut.delete(client));
+  pool.on("connect", (client) => {
+    client.on("error", (err) => {
+      log.warn("database connection lost", { cause: rootCause(err) });
+      if (!checkedOut.has(client)) return;
+      const release = client.release;
+      client.release = () => undefined; // the holder's own release, later, has nothing left to do
+      release(err);
+    });
+  });
+  // The pool re-emits an idle client's error; the listener above has logged it.
+  pool.on("error", () => undefined);
 }
 
 /** A deadlock or serialization failure: the whole transaction may be tried again (see SQLSTATE_MEANINGS). */

@@ -19,6 +19,7 @@ import {
   doublePrecision,
   index,
   integer,
+  jsonb,
   pgTable,
   primaryKey,
   timestamp,
@@ -204,5 +205,49 @@ export const allocations = pgTable(
     index("allocations_provider_class_idx").on(t.resourceProviderId, t.resourceClassId),
     index("allocations_resource_class_id_idx").on(t.resourceClassId),
     check("allocations_used_positive", sql`${t.used} >= 1`),
+  ],
+);
+
+/**
+ * The change feed (GET /changes, an extension): one row per provider changed
+ * by a committed transaction. Triggers on providers, inventories (whose
+ * `used` follows every allocation), traits and aggregates insert the row with
+ * the writing transaction's id; at commit a deferred trigger, serialised by an
+ * advisory lock, gives every row of the transaction the next `seq` and the
+ * provider's state as it stands then (migration change_feed explains why that
+ * is commit order). Rows of aborted transactions vanish with them.
+ */
+export const providerChanges = pgTable(
+  "provider_changes",
+  {
+    id: bigint("id", { mode: "number" }).primaryKey().generatedAlwaysAsIdentity(),
+    /** The writing transaction (pg_current_xact_id()): rows of one transaction are sequenced together. */
+    txid: bigint("txid", { mode: "number" }).notNull(),
+    /** Commit order; NULL until the writing transaction commits. */
+    seq: bigint("seq", { mode: "number" }),
+    /** No foreign key: the row outlives a deleted provider. */
+    resourceProviderId: integer("resource_provider_id").notNull(),
+    resourceProviderUuid: varchar("resource_provider_uuid", { length: 36 }),
+    /** The provider's state after the transaction (null when it was deleted), set with seq. */
+    state: jsonb("state"),
+  },
+  (t) => [unique("provider_changes_txid_provider_unique").on(t.txid, t.resourceProviderId), index("provider_changes_seq_idx").on(t.seq)],
+);
+
+/** One row: how much of the feed is kept, and the highest seq whose rows are gone (a cursor below it must resync). */
+export const providerChangesHorizon = pgTable(
+  "provider_changes_horizon",
+  {
+    id: integer("id").primaryKey().default(1),
+    prunedThrough: bigint("pruned_through", { mode: "number" }).notNull().default(0),
+    /** Seqs kept: rows more than this many seqs behind the newest are deleted. */
+    retention: bigint("retention", { mode: "number" }).notNull().default(100000),
+    /** Pruning runs in the transaction that takes every prune_every-th seq. */
+    pruneEvery: integer("prune_every").notNull().default(1000),
+  },
+  (t) => [
+    check("provider_changes_horizon_one_row", sql`${t.id} = 1`),
+    check("provider_changes_horizon_retention_positive", sql`${t.retention} >= 1`),
+    check("provider_changes_horizon_prune_every_positive", sql`${t.pruneEvery} >= 1`),
   ],
 );

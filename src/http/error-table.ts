@@ -6,10 +6,10 @@
  * domain error without a row does not compile.
  */
 import { databaseFault, DomainError, type AnyDomainError, type ClassLookup, type ProviderTreeProblem } from "../services/errors.js";
-import { ErrorCode, PlacementError } from "./errors.js";
+import { ErrorCode, PlacementError, RETRY_AFTER_SECONDS } from "./errors.js";
 
 interface Answer {
-  status: 400 | 404 | 409 | 503;
+  status: 400 | 404 | 409 | 410 | 503;
   detail: string;
   code?: ErrorCode;
   headers?: Record<string, string>;
@@ -114,7 +114,11 @@ const ROWS: Rows = {
     return { status: 409, detail: concurrently("data"), code };
   },
 
-  DatabaseUnavailable: () => ({ status: 503, detail: "The database is unavailable or out of connections; retry later." }),
+  DatabaseUnavailable: () => ({
+    status: 503,
+    detail: "The database is unavailable or out of connections; retry later.",
+    headers: { "retry-after": RETRY_AFTER_SECONDS },
+  }),
 
   UnstorableValue: ({ problem }) => ({
     status: 400,
@@ -247,7 +251,7 @@ const ROWS: Rows = {
 
   AllocationsNotFound: ({ consumer }) => ({ status: 404, detail: `No allocations for consumer '${consumer}'` }),
 
-  // The extension's own refusal (POST /claims); no Placement wording to match.
+  // The extensions' own refusals (POST /claims, GET /changes); no Placement wording to match.
   ClaimRefused: ({ refusal }) => {
     switch (refusal.reason) {
       case "no candidates":
@@ -267,6 +271,11 @@ const ROWS: Rows = {
         };
     }
   },
+
+  CursorTooOld: ({ cursor, prunedThrough }) => ({
+    status: 410,
+    detail: `Cursor ${cursor} is too old: changes up to ${prunedThrough} are no longer kept. Resync: take a new cursor (GET /changes without since), read the state, then follow the feed from that cursor.`,
+  }),
 };
 
 /** The answer for a domain error. */

@@ -41,7 +41,10 @@ const STATUS_TEXT: Record<number, { title: string; explanation: string }> = {
   404: { title: "Not Found", explanation: "The resource could not be found." },
   405: { title: "Method Not Allowed", explanation: "" },
   406: { title: "Not Acceptable", explanation: "" },
+  408: { title: "Request Timeout", explanation: "The server has waited too long for the request to be sent by the client." },
   409: { title: "Conflict", explanation: "There was a conflict when trying to complete your request." },
+  // Only the change feed extension answers 410 (a cursor past retention); the wording is webob's.
+  410: { title: "Gone", explanation: "This resource is no longer available.  No forwarding address is given." },
   413: { title: "Request Entity Too Large", explanation: "The body of your request was too large for this server." },
   415: { title: "Unsupported Media Type", explanation: "" },
   500: {
@@ -142,4 +145,12 @@ export function renderError(
 
 function escapeHtml(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+/** Seconds a client is told to wait before retrying a 503: a restarting database is usually back within a few. */
+export const RETRY_AFTER_SECONDS = "2";
+
+/** A 503 the client should retry (Retry-After set), worded without internals. */
+export function unavailable(detail: string): PlacementError {
+  return new PlacementError(503, detail, ErrorCode.DEFAULT, { "retry-after": RETRY_AFTER_SECONDS });
 }

@@ -10,7 +10,8 @@
  * 2. The candidates engine runs on the current data; CandidateView orders its
  *    candidates for the pick.
  * 3. For each consumer, candidates are tried best first, each in a savepoint:
- *    lock the candidate's providers (one statement, id order), then write the
+ *    lock the candidate's providers (one statement, id order, FOR NO KEY
+ *    UPDATE like the write path's own provider locks), then write the
  *    allocation with the allocation write service (replaceAllocations), which
  *    re-checks capacity under the locks. A candidate that no longer fits is
  *    rolled back to its savepoint (which releases its locks) and the next one

@@ -285,6 +285,17 @@ export class ClaimRefused extends DomainError {
   }
 }
 
+/** GET /changes (an extension): the cursor is older than what the feed keeps. */
+export class CursorTooOld extends DomainError {
+  readonly kind = "CursorTooOld";
+  constructor(
+    readonly cursor: number,
+    readonly prunedThrough: number,
+  ) {
+    super(`cursor ${cursor} is below the feed's horizon ${prunedThrough}`);
+  }
+}
+
 /** Every domain error, for the error table (which needs a row for each). */
 export type AnyDomainError =
   | ProviderNotFound
@@ -308,7 +319,8 @@ export type AnyDomainError =
   | InvalidInventory
   | CapacityExceeded
   | AllocationsNotFound
-  | ClaimRefused;
+  | ClaimRefused
+  | CursorTooOld;
 
 /**
  * The domain error a database failure stands for (see SQLSTATE_MEANINGS),

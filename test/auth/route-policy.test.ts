@@ -48,6 +48,7 @@ const ROUTES: Array<[string, string, string]> = [
   ["GET", `/resource_providers/${rp}/allocations`, "resource_providers:allocations:list"],
   ["GET", "/allocation_candidates?resources=VCPU:1", "allocation_candidates:list"],
   ["POST", "/claims?resources=VCPU:1", "claims:create"],
+  ["GET", "/changes", "changes:list"],
 ];
 
 interface Caller {

@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import type { Hono } from "hono";
 import { createApp } from "../../src/app.js";
 import { testConfig, type Config } from "../../src/config.js";
-import { openDatabase, type Database } from "../../src/db/database.js";
+import { openDatabase, sessionLimits, type Database } from "../../src/db/database.js";
 import type { AppEnv } from "../../src/http/context.js";
 import { createLogger } from "../../src/log.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
@@ -49,7 +49,7 @@ export async function startHarness(options: { config?: Partial<Config>; poolSize
   const log = createLogger("silent");
   // Small by default: two test files run at once against one PostgreSQL
   // (max_connections 100 by default); race tests ask for the clients they race.
-  const database = openDatabase(testDb.url, options.poolSize ?? 10, log);
+  const database = openDatabase(testDb.url, options.poolSize ?? 10, log, sessionLimits(config));
   const app = createApp({ db: database.db, config, log });
 
   const request = async (method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> => {

@@ -16,7 +16,7 @@ export interface ServerProcess {
   child: ChildProcess;
   baseUrl: string;
   output(): string;
-  /** Sends SIGTERM and resolves with the exit code. */
+  /** Sends SIGTERM (unless a signal was sent already: a second one forces exit) and resolves with the exit code. */
   stop(): Promise<number | null>;
 }
 
@@ -50,7 +50,7 @@ export async function startServerProcess(env: Record<string, string>, timeoutMs 
     baseUrl,
     output: () => output,
     stop: async () => {
-      if (child.exitCode === null) child.kill("SIGTERM");
+      if (child.exitCode === null && !child.killed) child.kill("SIGTERM");
       return exited;
     },
   };
