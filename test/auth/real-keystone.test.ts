@@ -36,7 +36,7 @@ describe.skipIf(unavailable !== undefined)("keystone strategy against a real Key
         LOG_LEVEL: "silent",
       },
     });
-  }, 300_000);
+  }, 600_000);
   afterAll(async () => {
     await t?.close();
     await ks?.destroy();
