@@ -22,6 +22,7 @@ import { reshaperRoutes } from "./routes/reshaper.js";
 import { allocationCandidateRoutes } from "./routes/allocation-candidates.js";
 import { changeRoutes } from "./routes/changes.js";
 import { claimRoutes } from "./routes/claims.js";
+import { CandidatesService } from "./services/candidates/service.js";
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -29,6 +30,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const routeDeps: RouteDeps = {
     ...deps,
     store: { db: deps.db, allocationRetries: deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT },
+    services: { candidates: new CandidatesService(deps.db, deps.config, deps.candidates) },
   };
 
   app.use(requestId);

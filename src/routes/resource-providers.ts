@@ -15,7 +15,7 @@ import { canonicalUuid, zUuid } from "../http/uuid.js";
 import { inTransaction } from "../db/database.js";
 import { queryPairs } from "../query/query-string.js";
 import { parseProviderListQuery, type ProviderListFilters } from "../query/provider-filters.js";
-import { providerFilterConditions } from "../services/candidates/provider-filters.js";
+import { providerFilterConditions } from "../services/provider-list-filters.js";
 import {
   createProvider,
   deleteProvider,

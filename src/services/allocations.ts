@@ -29,6 +29,7 @@ import { getProviderByUuid, type ProviderRow } from "./providers.js";
 import { writeTransaction, type Store } from "./store.js";
 import { inventoryRowsToLock, type InventoryData } from "./inventories.js";
 import { consumerGenerationConflict, deleteConsumersWithoutAllocations, lockConsumers, upsertConsumers } from "./consumers.js";
+import { capacityOf, hasRoomFor, hasRoomForSql, unitsAllow, unitsAllowSql } from "./rules/capacity.js";
 
 /** Amounts by resource class name. */
 export type Resources = Record<string, number>;
@@ -216,11 +217,11 @@ async function writeWithinCapacity(
     ), verdict AS (
       SELECT NOT EXISTS (
                SELECT 1 FROM req r LEFT JOIN inv ON inv.resource_provider_id = r.provider_id AND inv.resource_class_id = r.class_id
-               WHERE inv.resource_provider_id IS NULL OR r.used < inv.min_unit OR r.used > inv.max_unit OR r.used % inv.step_size <> 0)
+               WHERE inv.resource_provider_id IS NULL OR NOT (${sql.raw(unitsAllowSql("inv", "r.used"))}))
          AND NOT EXISTS (
                SELECT 1 FROM (SELECT provider_id, class_id, SUM(used) AS asked FROM req GROUP BY provider_id, class_id) g
                JOIN inv ON inv.resource_provider_id = g.provider_id AND inv.resource_class_id = g.class_id
-               WHERE (inv.total - inv.reserved) * inv.allocation_ratio < inv.used + g.asked) AS ok
+               WHERE NOT (${sql.raw(hasRoomForSql("inv", "g.asked"))})) AS ok
     ), inserted AS (
       INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
       -- Amounts arrive as bigint so an absurd one is refused by the rule, not by an integer overflow;
@@ -245,7 +246,7 @@ async function writeWithinCapacity(
  * Placement's capacity rule, with its messages: every provider needs
  * inventory of the class, each amount within min_unit..max_unit and a
  * multiple of step_size, and usage + the request's total per provider and
- * class <= (total - reserved) * allocation_ratio.
+ * class within the capacity (rules/capacity.ts, which also writes the SQL guard).
  */
 function checkCapacity(wanted: readonly Wanted[], classIds: Map<string, number>, rows: readonly InventoryUsage[]): void {
   if (wanted.length === 0) return;
@@ -261,11 +262,11 @@ function checkCapacity(wanted: readonly Wanted[], classIds: Map<string, number>,
     requested.set(key, (requested.get(key) ?? 0) + a.used);
     const inv = inventory.get(key);
     if (!inv) throw new CapacityExceeded({ problem: "no inventory", classes: [a.className], providers: [a.providerUuid] });
-    if (a.used < inv.minUnit || a.used > inv.maxUnit || a.used % inv.stepSize !== 0) {
+    const room = { capacity: capacityOf(inv), used: inv.used, minUnit: inv.minUnit, maxUnit: inv.maxUnit, stepSize: inv.stepSize };
+    if (!unitsAllow(room, a.used)) {
       throw new CapacityExceeded({ problem: "constraints", resourceClass: a.className, provider: a.providerUuid });
     }
-    const capacity = (inv.total - inv.reserved) * inv.allocationRatio;
-    if (capacity < inv.used + a.used || capacity < inv.used + requested.get(key)!) {
+    if (!hasRoomFor(room, a.used) || !hasRoomFor(room, requested.get(key)!)) {
       throw new CapacityExceeded({ problem: "capacity", resourceClass: a.className, provider: a.providerUuid });
     }
   }

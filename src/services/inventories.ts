@@ -11,6 +11,7 @@
 import { and, asc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { allocations, inventories, resourceClasses } from "../db/schema.js";
+import { capacityOf } from "./rules/capacity.js";
 import { ClassNotFound, InvalidInventory, InventoryExists, InventoryInUse, InventoryNotFound } from "./errors.js";
 import {
   bumpProviderGeneration,
@@ -48,11 +49,6 @@ export const INVENTORY_DEFAULTS: Omit<InventoryData, "total"> = {
   allocationRatio: 1.0,
 };
 
-/** What allocations may use: Python's int((total - reserved) * allocation_ratio). */
-export function capacity(inv: InventoryData): number {
-  return Math.trunc((inv.total - inv.reserved) * inv.allocationRatio);
-}
-
 /**
  * Placement's capacity rule: before 1.26 reserved must leave some capacity;
  * from 1.26 reserved may equal total (a provider kept fully reserved).
@@ -65,7 +61,7 @@ export function assertCapacity(
   during: InvalidInventory["during"],
 ): void {
   for (const [rc, inv] of items) {
-    const cap = capacity(inv);
+    const cap = capacityOf(inv);
     if (reservedMayEqualTotal ? cap < 0 : cap <= 0) throw new InvalidInventory(providerUuid, rc, reservedMayEqualTotal, during);
   }
 }
