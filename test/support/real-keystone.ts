@@ -139,11 +139,14 @@ export async function startKeystone(options: { tokenExpirationSeconds: number })
 /** Creates the roles, projects and users the tests use, through Keystone's API as its admin. */
 async function provision(url: string, stop: () => Promise<void>, start: () => Promise<void>, dir: string): Promise<RealKeystone> {
   const api = async (method: string, p: string, token: string | undefined, body?: unknown) => {
-    const res = await fetch(`${url}${p}`, {
-      method,
-      headers: { "content-type": "application/json", connection: "close", ...(token ? { "x-auth-token": token } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
+    const send = () =>
+      fetch(`${url}${p}`, {
+        method,
+        headers: { "content-type": "application/json", connection: "close", ...(token ? { "x-auth-token": token } : {}) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    // Under load uwsgi now and then resets a connection before reading it: one more try.
+    const res = await send().catch(() => send());
     const text = await res.text();
     if (res.status >= 300) throw new Error(`keystone ${method} ${p} -> ${res.status} ${text}`);
     return { headers: res.headers, body: text ? JSON.parse(text) : undefined };
