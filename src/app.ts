@@ -41,7 +41,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     c.set("policy", policy);
     await next();
   });
-  app.use(authMiddleware(deps.config));
+  app.use(authMiddleware(deps.config, deps.log));
   app.use(microversion);
   app.use(headerChecks);
   app.use(bodySizeLimit(deps.config));

@@ -9,7 +9,7 @@
  * from (in id order, SELECT ... FOR NO KEY UPDATE, the provider writers' lock:
  * see lockProvidersForNoKeyUpdate).
  * Every writer that adds usage to a provider holds that provider's row lock
- * while it sums the provider's allocations, checks capacity and inserts, so
+ * while it reads the provider's usage, checks capacity and inserts, so
  * those steps of two writers on one provider never interleave; and under READ
  * COMMITTED each statement after the lock sees everything committed before
  * it, so capacity is checked against the real committed usage, never against
@@ -190,7 +190,10 @@ async function lockProvidersAndResolveClasses(
 /**
  * One statement (a separate one from the lock, so its snapshot includes
  * everything committed before we got the locks): read the inventories and
- * committed usage involved, and only if the capacity rule holds, insert the
+ * their usage (`inventories.used`: the triggers keep it equal to the sum of
+ * the allocations in every transaction that changes them, and each writer
+ * that adds usage holds the provider lock, so the committed column is the
+ * committed sum), and only if the capacity rule holds, insert the
  * allocations and bump the generations of the providers and consumers
  * written. The rule is evaluated twice: in SQL as the guard of the write,
  * and in checkCapacity on the rows read, which words the 409 and is the
@@ -210,8 +213,7 @@ async function writeWithinCapacity(
              AS r(consumer_id, provider_id, class_id, used)
     ), inv AS (
       SELECT i.resource_provider_id, i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio,
-             COALESCE((SELECT SUM(a.used) FROM allocations a
-                       WHERE a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id), 0)::bigint AS used
+             i.used
       FROM inventories i
       WHERE i.resource_provider_id IN (SELECT provider_id FROM req) AND i.resource_class_id = ANY(${sql.param([...classIds.values()])}::int[])
     ), verdict AS (
@@ -320,7 +322,10 @@ export async function getConsumerAllocations(q: Queryable, consumerUuid: string)
 }
 
 /** GET /resource_providers/{uuid}/allocations: the provider and every allocation on it, in consumer, class order. */
-export async function getProviderAllocations(q: Queryable, uuid: string): Promise<{ provider: ProviderRow; allocations: AllocationView[] }> {
+export async function getProviderAllocations(
+  q: Queryable,
+  uuid: string,
+): Promise<{ provider: ProviderRow; allocations: AllocationView[] }> {
   const provider = await getProviderByUuid(q, uuid, "list allocations");
   return { provider, allocations: await allocationsOnProvider(q, provider.id) };
 }
