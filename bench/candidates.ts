@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- candidates [--sizes 1000,10000] [--reference-sizes 1000] [--iterations 20] [--no-reference] [--allocations K]`
+ * `npm run bench -- candidates [--sizes 1000,10000] [--reference-sizes 1000] [--iterations 20] [--no-reference] [--allocations K] [--usages N | --no-usages]`
  *
  * GET /allocation_candidates latency, side by side with the reference
  * Placement (Debian's python3-placement through ../shared/conformance/reference-server),
@@ -12,6 +12,9 @@
  *   nested: N compute nodes, each with 2 NUMA children (VCPU 16, MEMORY_MB 64 GiB,
  *           HW_NUMA_ROOT) each with an SR-IOV PF grandchild (SRIOV_NET_VF 8), and one
  *           shared-storage provider (DISK_GB, MISC_SHARES_VIA_AGGREGATE) per aggregate of 50 nodes.
+ *   usages: 1,000 compute nodes and N consumers (default 100,000) in 100 projects, each
+ *           holding VCPU 1 and MEMORY_MB 512 on one node; GET /usages?project_id= of one
+ *           project (what Nova counts quota from on every boot with unified limits).
  * Requests are sequential (one client), in alternating blocks per server (see measure), after warm-up; it prints p50/p95/p99,
  * the response size and the number of candidates, and our server's peak RSS
  * (VmHWM). Not a test: it prints figures and asserts nothing.
@@ -33,10 +36,12 @@ interface Options {
   iterations: number;
   /** Consumers holding VCPU 2, MEMORY_MB 4096, DISK_GB 20 on every flat node (0: an empty cloud). */
   allocations: number;
+  /** Consumers of the GET /usages data set (0: not measured). */
+  usages: number;
 }
 
 function parseArgs(args: string[]): Options {
-  const opts: Options = { sizes: [1000, 10000], referenceSizes: [1000], iterations: 20, allocations: 0 };
+  const opts: Options = { sizes: [1000, 10000], referenceSizes: [1000], iterations: 20, allocations: 0, usages: 100_000 };
   for (let i = 0; i < args.length; i++) {
     const next = () => args[++i] ?? "";
     if (args[i] === "--sizes") opts.sizes = next().split(",").map(Number);
@@ -44,14 +49,18 @@ function parseArgs(args: string[]): Options {
     else if (args[i] === "--iterations") opts.iterations = Number(next());
     else if (args[i] === "--no-reference") opts.referenceSizes = [];
     else if (args[i] === "--allocations") opts.allocations = Number(next());
+    else if (args[i] === "--usages") opts.usages = Number(next());
+    else if (args[i] === "--no-usages") opts.usages = 0;
   }
   return opts;
 }
 
 interface Shape {
   name: string;
-  variant: "flat" | "nested";
+  variant: "flat" | "nested" | "usages";
   query: string;
+  /** The request, when it is not GET /allocation_candidates?query. */
+  path?: string;
 }
 
 const AGG = (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`;
@@ -72,6 +81,35 @@ const SHAPES: Shape[] = [
     query: "resources=VCPU:2,MEMORY_MB:1024,DISK_GB:10&resources_N1=SRIOV_NET_VF:1&resources_N2=SRIOV_NET_VF:1&group_policy=isolate",
   },
 ];
+
+const USAGES_SHAPE: Shape = { name: "GET /usages?project_id= (1,000 of the consumers)", variant: "usages", query: "", path: "/usages?project_id=bench-p7" };
+
+/**
+ * The usages data set: 1,000 flat nodes and `consumers` consumers spread
+ * over 100 projects and over the nodes, each holding VCPU 1 and MEMORY_MB 512.
+ */
+async function loadUsages(url: string, server: "ours" | "reference", consumers: number): Promise<void> {
+  await load(url, "flat", 1000, server);
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(`INSERT INTO projects (external_id) SELECT 'bench-p' || p FROM generate_series(0, 99) p`);
+    await c.query(`INSERT INTO users (external_id) VALUES ('bench')`);
+    await c.query(`INSERT INTO consumers (uuid, project_id, user_id, generation)
+                   SELECT md5('u' || k)::uuid::text, (SELECT id FROM projects WHERE external_id = 'bench-p' || (k % 100)), (SELECT id FROM users), 0
+                   FROM generate_series(1, ${consumers}) k`);
+    const consumer = server === "ours" ? "c.id" : "c.uuid";
+    await c.query(`INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used)
+                   SELECT rp.id, ${consumer}, rc.id, CASE rc.name WHEN 'VCPU' THEN 1 ELSE 512 END
+                   FROM generate_series(1, ${consumers}) k
+                   JOIN consumers c ON c.uuid = md5('u' || k)::uuid::text
+                   JOIN resource_providers rp ON rp.name = 'cn' || (1 + k % 1000)
+                   JOIN resource_classes rc ON rc.name IN ('VCPU', 'MEMORY_MB')`);
+    await c.query("VACUUM ANALYZE");
+  } finally {
+    await c.end();
+  }
+}
 
 /** Builds one data set in a database that already has the server's schema and standard classes/traits. */
 export async function load(url: string, variant: "flat" | "nested", n: number, server: "ours" | "reference", allocations = 0): Promise<void> {
@@ -296,7 +334,7 @@ const UNTIMED = 2;
  * and which swamps a 3 ms answer next to a 30 ms one.
  */
 async function measure(servers: Array<{ name: string; port: number }>, shape: Shape, iterations: number): Promise<Array<Omit<Row, "size" | "shape" | "rss">>> {
-  const q = `/allocation_candidates?${shape.query}`;
+  const q = shape.path ?? `/allocation_candidates?${shape.query}`;
   const firsts: Array<Awaited<ReturnType<typeof get>>> = [];
   for (const s of servers) {
     const first = await get(s.port, q);
@@ -322,7 +360,7 @@ async function measure(servers: Array<{ name: string; port: number }>, shape: Sh
       p95: pct(sorted, 95),
       p99: pct(sorted, 99),
       kb: firsts[k].bytes / 1024,
-      candidates: (JSON.parse(firsts[k].body) as { allocation_requests: unknown[] }).allocation_requests.length,
+      candidates: (JSON.parse(firsts[k].body) as { allocation_requests?: unknown[] }).allocation_requests?.length ?? 0,
     };
   });
 }
@@ -359,6 +397,28 @@ export default async function (args: string[]): Promise<void> {
       await dropDb(ourDb);
       if (withReference) await dropDb(refDb);
     }
+  }
+  if (opts.usages > 0) {
+    const withReference = opts.referenceSizes.length > 0;
+    const ourDb = "bench_usages_ours";
+    const refDb = "bench_usages_ref";
+    const ours = await startOurs(await createDb(ourDb), await freePort());
+    await loadUsages(dbUrl(ourDb), "ours", opts.usages);
+    const servers = [{ name: "ours", port: ours.port }];
+    let ref: Server | undefined;
+    if (withReference) {
+      ref = await startReference(await createDb(refDb), await freePort());
+      await loadUsages(dbUrl(refDb), "reference", opts.usages);
+      servers.push({ name: "reference", port: ref.port });
+    }
+    for (const r of await measure(servers, USAGES_SHAPE, opts.iterations)) {
+      rows.push({ size: opts.usages, shape: USAGES_SHAPE.name, ...r, rss: r.server === "ours" ? peakRssMb(ours.proc.pid) : undefined });
+    }
+    process.stderr.write(`${opts.usages} consumers usages: done\n`);
+    await ours.stop();
+    await ref?.stop();
+    await dropDb(ourDb);
+    if (withReference) await dropDb(refDb);
   }
   print(rows, peak);
 }

@@ -23,6 +23,7 @@ import { reshaperRoutes } from "./routes/reshaper.js";
 import { allocationCandidateRoutes } from "./routes/allocation-candidates.js";
 import { changeRoutes } from "./routes/changes.js";
 import { claimRoutes } from "./routes/claims.js";
+import { CandidatesService } from "./services/candidates/service.js";
 
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -30,6 +31,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const routeDeps: RouteDeps = {
     ...deps,
     store: { db: deps.db, allocationRetries: deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT },
+    services: { candidates: new CandidatesService(deps.db, deps.config, deps.candidates) },
   };
 
   app.use(requestId);
@@ -40,7 +42,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     c.set("policy", policy);
     await next();
   });
-  app.use(authMiddleware(deps.config));
+  app.use(authMiddleware(deps.config, deps.log));
   app.use(microversion);
   app.use(headerChecks);
   app.use(bodySizeLimit(deps.config));

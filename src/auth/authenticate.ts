@@ -10,15 +10,15 @@
 import { ConfigError, type Config } from "../config.js";
 import type { AppContext } from "../http/context.js";
 import { PlacementError, WebobDefaultError } from "../http/errors.js";
-import { createLogger, type Logger } from "../log.js";
+import type { Logger } from "../log.js";
 import { noauthIdentity, type Identity } from "./identity.js";
 import { IdentityServiceUnavailable, InvalidToken, KeystoneValidator } from "./keystone.js";
 import { proxiedIdentity, TrustedProxies } from "./trusted-proxy.js";
 
 export type Authenticator = (c: AppContext) => Promise<Identity>;
 
-/** Builds the configured strategy once per app; throws ConfigError when its settings are incomplete. */
-export function createAuthenticator(config: Config, log: Logger = createLogger(config.LOG_LEVEL)): Authenticator {
+/** Builds the configured strategy once per app (logging to the app's logger); throws ConfigError when its settings are incomplete. */
+export function createAuthenticator(config: Config, log: Logger): Authenticator {
   switch (config.PLACEMENT_AUTH_STRATEGY) {
     case "noauth2":
       return noauth2;

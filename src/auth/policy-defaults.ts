@@ -22,9 +22,9 @@ export interface RuleDefault {
 }
 
 const DEPRECATED_ADMIN = "role:admin";
-const ADMIN_OR_SERVICE = "rule:admin_or_service_api";
-const SERVICE = "rule:service_api";
-const PROJECT_READER_OR_ADMIN_OR_SERVICE = "rule:project_reader_or_admin_or_service_api";
+export const ADMIN_OR_SERVICE = "rule:admin_or_service_api";
+export const SERVICE = "rule:service_api";
+export const PROJECT_READER_OR_ADMIN_OR_SERVICE = "rule:project_reader_or_admin_or_service_api";
 
 export const BASE_RULES: RuleDefault[] = [
   { name: "admin_api", check: "role:admin", description: "Default rule for most placement APIs (deprecated)." },
@@ -48,14 +48,26 @@ export const BASE_RULES: RuleDefault[] = [
   },
 ];
 
-const api = (name: string, check: string, description: string, ...operations: string[]): RuleDefault => ({
+/** An API rule; its name is a literal type, so the union of all names (ApiRuleName) is known to the compiler. */
+interface ApiRule<Name extends string> extends RuleDefault {
+  name: Name;
+  /** "METHOD /path/{param}" as in Placement's policy documentation. */
+  operations: string[];
+}
+
+const api = <const N extends string>(
+  name: N,
+  check: string,
+  description: string,
+  ...operations: string[]
+): ApiRule<`placement:${N}`> => ({
   name: `placement:${name}`,
   check,
   description,
   operations,
 });
 
-export const API_RULES: RuleDefault[] = [
+export const API_RULES = [
   api("resource_providers:list", ADMIN_OR_SERVICE, "List resource providers.", "GET /resource_providers"),
   api("resource_providers:create", ADMIN_OR_SERVICE, "Create resource provider.", "POST /resource_providers"),
   api("resource_providers:show", ADMIN_OR_SERVICE, "Show resource provider.", "GET /resource_providers/{uuid}"),
@@ -119,7 +131,10 @@ export const API_RULES: RuleDefault[] = [
   api("claims:create", ADMIN_OR_SERVICE, "Choose allocation candidates and claim them (extension).", "POST /claims"),
   api("changes:list", ADMIN_OR_SERVICE, "Follow the change feed of providers, inventories, usage, traits and aggregates (extension).", "GET /changes"),
   api("reshaper:reshape", SERVICE, "Reshape Inventory and Allocations.", "POST /reshaper"),
-];
+] as const;
+
+/** The rule names handlers may ask for: authorize() takes only these, so a misspelt rule does not compile. */
+export type ApiRuleName = (typeof API_RULES)[number]["name"];
 
 /** Rules of this server's extensions beside the Placement API (README "Extensions"), not Placement's own. */
 export const EXTENSION_RULES = new Set(["placement:claims:create", "placement:changes:list"]);

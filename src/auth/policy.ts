@@ -12,7 +12,7 @@ import type { AppContext } from "../http/context.js";
 import { forbidden } from "../http/errors.js";
 import { evaluate, parseCheckString, PolicySyntaxError, referencedRules, type Check, type Credentials, type PolicyTarget } from "./check-string.js";
 import type { Identity } from "./identity.js";
-import { ALL_RULES, type RuleDefault } from "./policy-defaults.js";
+import { ALL_RULES, type ApiRuleName, type RuleDefault } from "./policy-defaults.js";
 
 export type { PolicyTarget } from "./check-string.js";
 
@@ -156,7 +156,7 @@ export function readPolicyFile(path: string): Record<string, string> {
 }
 
 /** Throws Placement's 403 unless the caller may perform `rule` on `target` (default: the caller's own project and user, as oslo.context). */
-export function authorize(c: AppContext, rule: string, target?: PolicyTarget): void {
+export function authorize(c: AppContext, rule: ApiRuleName, target?: PolicyTarget): void {
   const identity = c.get("identity");
   const effectiveTarget = target ?? { project_id: identity.projectId, user_id: identity.userId };
   if (!c.get("policy").allows(rule, identity, effectiveTarget)) {

@@ -1,6 +1,8 @@
 /**
- * Connection pool and transactions. Services receive a `Tx` (a drizzle handle
- * bound to one transaction) as their first argument and never open their own.
+ * Connection pool and the retry loop of a transaction. Services open their
+ * write transactions through services/store.ts (writeTransaction, which runs
+ * inTransaction); the functions they share inside one take a `Tx` (a drizzle
+ * handle bound to that transaction) as their first argument.
  */
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import pg from "pg";
@@ -109,7 +111,7 @@ export function isRetryable(err: unknown): boolean {
  * aborts it for a deadlock or serialization failure. The retries are what let
  * concurrent writers see a 409 only for a real conflict.
  */
-export async function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>, retries = 10): Promise<T> {
+export async function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>, retries: number): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await db.transaction(work);

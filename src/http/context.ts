@@ -6,17 +6,26 @@ import type { Logger } from "../log.js";
 import type { Store } from "../services/store.js";
 import type { Identity } from "../auth/identity.js";
 import type { PolicyEnforcer } from "../auth/policy.js";
+import type { CandidatesService, CandidatesServiceOptions } from "../services/candidates/service.js";
 import type { Microversion } from "./microversion.js";
 
 export interface AppDeps {
   db: Db;
   config: Config;
   log: Logger;
+  /** Tests only: how the candidates service picks its path (see CandidatesServiceOptions). */
+  candidates?: CandidatesServiceOptions;
+}
+
+/** Services that keep state for the app's lifetime, made once by createApp. */
+export interface AppServices {
+  candidates: CandidatesService;
 }
 
 /** What route factories are given: the app's inputs plus what createApp builds from them once. */
 export interface RouteDeps extends AppDeps {
   store: Store;
+  services: AppServices;
 }
 
 export type AppEnv = {

@@ -98,8 +98,6 @@ export class PlacementError extends Error {
 export class WebobDefaultError extends PlacementError {}
 
 export const badRequest = (detail: string, code: ErrorCode = ErrorCode.DEFAULT) => new PlacementError(400, detail, code);
-export const notFound = (detail: string, code: ErrorCode = ErrorCode.DEFAULT) => new PlacementError(404, detail, code);
-export const conflict = (detail: string, code: ErrorCode = ErrorCode.DEFAULT) => new PlacementError(409, detail, code);
 export const forbidden = (detail: string) => new PlacementError(403, detail);
 
 /**

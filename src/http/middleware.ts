@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { Config } from "../config.js";
+import type { Logger } from "../log.js";
 import type { AppEnv } from "./context.js";
 import { PlacementError } from "./errors.js";
 import { HEADER, parseMicroversion } from "./microversion.js";
@@ -87,8 +88,8 @@ export function bodySizeLimit(config: Config): MiddlewareHandler<AppEnv> {
 }
 
 /** The root document is public, as in Placement; everything else needs an identity. */
-export function authMiddleware(config: Config): MiddlewareHandler<AppEnv> {
-  const authenticate = createAuthenticator(config);
+export function authMiddleware(config: Config, log: Logger): MiddlewareHandler<AppEnv> {
+  const authenticate = createAuthenticator(config, log);
   return async (c, next) => {
     if (c.req.path !== "/") c.set("identity", await authenticate(c));
     await next();

@@ -8,13 +8,12 @@ import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { readJsonBody, requireJsonContent } from "../http/body.js";
 import { zInteger } from "../http/json-types.js";
-import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
+import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
 import { setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
 import { zUuid } from "../http/uuid.js";
-import { inTransaction } from "../db/database.js";
-import { getProviderByUuid } from "../services/providers.js";
-import { providerAggregates, setProviderAggregates } from "../services/aggregates.js";
+import { requireProvider } from "../services/providers.js";
+import { getProviderAggregates, setProviderAggregates } from "../services/aggregates.js";
 import { pyRepr } from "../http/validation.js";
 import { badRequest } from "../http/errors.js";
 
@@ -49,16 +48,16 @@ function sendAggregates(c: AppContext, uuids: string[], generation: number) {
   return c.json(body);
 }
 
-export function aggregateRoutes(deps: AppDeps): Hono<AppEnv> {
+export function aggregateRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const { db } = deps;
+  const { db, store } = deps;
 
   declareRoute(app, "/resource_providers/:uuid/aggregates", {
     GET: async (c) => {
       requireMicroversion(c, "1.1");
       authorize(c, "placement:resource_providers:aggregates:list");
-      const provider = await getProviderByUuid(db, c.req.param("uuid"));
-      return sendAggregates(c, await providerAggregates(db, provider.id), provider.generation);
+      const { provider, aggregates } = await getProviderAggregates(db, c.req.param("uuid"));
+      return sendAggregates(c, aggregates, provider.generation);
     },
 
     PUT: async (c) => {
@@ -67,16 +66,14 @@ export function aggregateRoutes(deps: AppDeps): Hono<AppEnv> {
       authorize(c, "placement:resource_providers:aggregates:update");
       const uuid = c.req.param("uuid");
       // Placement looks the provider up before it reads the body: 404 wins over 400.
-      await getProviderByUuid(db, uuid);
+      await requireProvider(db, uuid);
       if (c.get("microversion").atLeast("1.19")) {
         const body = await readJsonBody(c, PUT_AGGREGATES_V1_19);
-        const generation = await inTransaction(db, (tx) =>
-          setProviderAggregates(tx, uuid, storableAggregates(body.aggregates), body.resource_provider_generation),
-        );
+        const generation = await setProviderAggregates(store, uuid, storableAggregates(body.aggregates), body.resource_provider_generation);
         return sendAggregates(c, body.aggregates, generation);
       }
       const list = await readJsonBody(c, PUT_AGGREGATES_V1_1);
-      const generation = await inTransaction(db, (tx) => setProviderAggregates(tx, uuid, storableAggregates(list)));
+      const generation = await setProviderAggregates(store, uuid, storableAggregates(list));
       return sendAggregates(c, list, generation);
     },
   });

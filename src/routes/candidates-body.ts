@@ -1,79 +1,101 @@
 /**
- * The body of a general answer (services/candidates/engine.ts): each
- * allocation request is written as bytes the moment the engine finds it, then
- * the summaries. See BodyWriter for why bytes: a huge answer (80,000 nested
- * candidates, 54 MB) kept as strings until the end grew the heap to hundreds
- * of MB; written as it comes, each piece is garbage at once and the bytes
- * leave in 64 KB chunks.
+ * The body of an allocation candidates answer, as the service's sink
+ * (CandidatesSink). From the engine, each allocation request is written as
+ * bytes the moment it is found, then the summaries; see BodyWriter for why
+ * bytes: a huge answer (tens of thousands of nested candidates) kept as
+ * strings until the end grows the heap by several times its size; written as
+ * it comes, each piece is garbage at once and the bytes leave in 64 KB
+ * chunks. From the flat statement, the whole body at once
+ * (flat-candidates-body.ts).
  */
 import { ascii, BodyWriter } from "../http/body-writer.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
 import type { Candidate } from "../services/candidates/combine.js";
 import type { CandidatesResult } from "../services/candidates/engine.js";
-import type { Names } from "../services/candidates/generate.js";
+import type { FlatAnswer } from "../services/candidates/flat-statement.js";
+import type { NamesById } from "../services/candidates/generate.js";
+import type { CandidatesSink } from "../services/candidates/service.js";
 import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN, type ResponseShape } from "./candidates-shape.js";
+import { renderFlatBody, type FlatBodyPieces } from "./flat-candidates-body.js";
 
-export class CandidatesBody {
-  private readonly w = new BodyWriter().bytes(REQUESTS_OPEN);
+export class CandidatesBody implements CandidatesSink {
+  /** The engine's answer, made with its first candidate or its end. */
+  private writer?: BodyWriter;
+  /** The flat statement's answer, whole. */
+  private whole?: Buffer<ArrayBuffer>;
   /** Each provider's uuid as a quoted JSON string, encoded once per response. */
   private readonly quoted = new Map<number, Buffer>();
-  private readonly writeOne: (cand: Candidate, names: Names) => void;
+  private writeOne?: (cand: Candidate, names: NamesById) => void;
   private count = 0;
+  private large?: () => void;
 
-  constructor(private readonly shape: ResponseShape) {
-    this.writeOne = candidateWriter(this.w, shape, this.quotedUuid);
-  }
+  constructor(
+    private readonly shape: ResponseShape,
+    private readonly query: CandidatesQuery,
+    private readonly pieces: FlatBodyPieces,
+  ) {}
 
   /** Writes one allocation request (a field, so the engine can take it as its callback). */
-  readonly candidate = (cand: Candidate, names: Names): void => {
+  readonly candidate = (cand: Candidate, names: NamesById): void => {
     if (this.count++ > 0) this.w.bytes(COMMA);
-    this.writeOne(cand, names);
+    (this.writeOne ??= candidateWriter(this.w, this.shape, this.quotedUuid))(cand, names);
   };
 
-  /** Resolves once the allocation requests written pass STREAM_FROM_BYTES: the body may start to leave. */
-  whenLarge(): Promise<void> {
-    return this.w.whenLarger(STREAM_FROM_BYTES);
-  }
-
-  /** Adds the summaries and closes the body: one buffer, or a stream of its chunks when large. */
-  finish(query: CandidatesQuery, result: CandidatesResult): Buffer<ArrayBuffer> | ReadableStream<Uint8Array> {
-    this.close(query, result);
-    return this.w.size > STREAM_ABOVE_BYTES ? this.w.stream() : this.w.finish();
-  }
-
-  /**
-   * The body as a stream that starts now, while the engine still writes
-   * candidates; `result` brings the summaries and closes it, or fails it,
-   * which aborts the response (`onError` hears why).
-   */
-  streamUntil(query: CandidatesQuery, result: Promise<CandidatesResult>, onError: (error: Error) => void): ReadableStream<Uint8Array> {
-    const live = this.w.startStream();
-    // Writing the summaries can fail too: that also aborts the stream rather than leaving it open.
-    result
-      .then((r) => this.close(query, r))
-      .then(
-        () => live.end(),
-        (error: Error) => {
-          onError(error);
-          live.fail(error);
-        },
-      );
-    return live.stream;
-  }
-
-  private close(query: CandidatesQuery, result: CandidatesResult): void {
-    writeSummaries(this.w.bytes(SUMMARIES_OPEN), this.shape, query, result, this.quotedUuid);
+  end(result: CandidatesResult): void {
+    writeSummaries(this.w.bytes(SUMMARIES_OPEN), this.shape, this.query, result, this.quotedUuid);
     this.w.bytes(BODY_CLOSE);
   }
 
-  private readonly quotedUuid = (names: Names, id: number): Buffer => {
+  flat(answer: FlatAnswer): void {
+    this.whole = renderFlatBody(this.shape, this.query, answer, this.pieces);
+  }
+
+  /**
+   * The response body of `answering` (the service writing into this sink): a
+   * buffer when the answer is complete before its allocation requests pass
+   * STREAM_FROM_BYTES; else a stream that starts then, while the engine goes
+   * on, so the client (or the kernel's copy) reads the first megabytes on the
+   * other core instead of after the last candidate. Until the stream starts
+   * nothing is sent, so a bad request or a failure found early is an ordinary
+   * error (this rejects); a failure after that aborts the stream (`onError`
+   * hears why) and the client sees a broken body, never a short one.
+   */
+  async respond(answering: Promise<unknown>, onError: (error: Error) => void): Promise<Buffer<ArrayBuffer> | ReadableStream<Uint8Array>> {
+    const whole = answering.then(() => true);
+    whole.catch(() => {}); // a failure is answered by the race below, or through the stream
+    const large = new Promise<boolean>((resolve) => (this.large = () => resolve(false)));
+    if (this.writer) this.writer.whenLarger(STREAM_FROM_BYTES).then(this.large);
+    if (await Promise.race([whole, large])) {
+      if (this.whole) return this.whole;
+      return this.w.size > STREAM_ABOVE_BYTES ? this.w.stream() : this.w.finish();
+    }
+    const live = this.w.startStream();
+    answering.then(
+      () => live.end(),
+      (error: Error) => {
+        onError(error);
+        live.fail(error);
+      },
+    );
+    return live.stream;
+  }
+
+  private get w(): BodyWriter {
+    if (!this.writer) {
+      this.writer = new BodyWriter().bytes(REQUESTS_OPEN);
+      if (this.large) this.writer.whenLarger(STREAM_FROM_BYTES).then(this.large);
+    }
+    return this.writer;
+  }
+
+  private readonly quotedUuid = (names: NamesById, id: number): Buffer => {
     let q = this.quoted.get(id);
     if (q === undefined) this.quoted.set(id, (q = ascii(JSON.stringify(names.uuidOf(id)))));
     return q;
   };
 }
 
-type QuotedUuid = (names: Names, id: number) => Buffer;
+type QuotedUuid = (names: NamesById, id: number) => Buffer;
 
 const ALLOCATIONS_DICT = ascii('{"allocations":{');
 const ALLOCATIONS_LIST = ascii('{"allocations":[');
@@ -90,10 +112,10 @@ const ARRAY_CLOSE = ascii("]");
  * Writes each allocation request straight into the body as bytes (see
  * BodyWriter), without intermediate strings or objects; each provider's
  * quoted uuid, each class's `"NAME":` and each suffix's `"SUFFIX":[` are
- * encoded once per request (8,000 nested candidates: about 21 -> 12 ms of
- * writing, CPU profile on this 2-core machine).
+ * encoded once per request: encoding them for every candidate was most of
+ * the writing time in CPU profiles.
  */
-function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: QuotedUuid): (cand: Candidate, names: Names) => void {
+function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: QuotedUuid): (cand: Candidate, names: NamesById) => void {
   const classKey = new Map<number, Buffer>();
   const suffixKey = new Map<string, Buffer>();
   // Reused with a count of its own: setting an array's length to 0 drops its storage, so every
@@ -160,7 +182,7 @@ const NULL = ascii("null");
 /**
  * The provider summaries of every provider the candidates use, as bytes like
  * the requests: uuids, class keys and trait names are encoded once per
- * response (5,020 nested providers: about 33 -> 14 ms on this 2-core machine).
+ * response.
  */
 function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQuery, r: CandidatesResult, uuid: QuotedUuid): void {
   const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
@@ -202,11 +224,9 @@ function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQu
 const STREAM_ABOVE_BYTES = 4 * 1024 * 1024;
 /**
  * Past this many bytes of allocation requests the body starts to leave while
- * the engine goes on: on a 2-core machine the client (or the kernel's copy)
- * reads the first megabytes on the other core instead of after the last
- * candidate, and the chunks leave instead of piling up (interleaved runs on
- * this 2-core VM: 8,000 nested candidates, 5.4 MB, p50 144 -> 132 ms; 80,000,
- * 54 MB, p50 1,593 -> 1,374 ms and peak RSS 240 -> 180 MB). Smaller answers
+ * the engine goes on (see respond): on two cores the client reads the first
+ * megabytes while the rest is found, and sent chunks are dropped instead of
+ * piling up, which bounds the peak memory of a huge answer. Smaller answers
  * go whole, with a Content-Length.
  */
 const STREAM_FROM_BYTES = 1024 * 1024;

@@ -9,10 +9,9 @@ import { readJsonBody, requireJsonContent } from "../http/body.js";
 import { zInteger } from "../http/json-types.js";
 import { jsonText, pythonFloat } from "../http/python-float.js";
 import { NumberToken, parseJsonText, type JsonText } from "../http/json-text.js";
-import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
+import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
-import { inTransaction } from "../db/database.js";
 import { requireProvider } from "../services/providers.js";
 import {
   addInventory,
@@ -79,9 +78,9 @@ function sendInventory(c: AppContext, inv: InventoryData, generation: number, st
   return sendJson(c, { ...serializeInventory(inv, ratioAsInteger), resource_provider_generation: generation }, status);
 }
 
-export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
+export function inventoryRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const { db } = deps;
+  const { db, store } = deps;
   const reservedMayEqualTotal = (c: AppContext) => c.get("microversion").atLeast("1.26");
 
   declareRoute(app, "/resource_providers/:uuid/inventories", {
@@ -103,7 +102,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       await requireProvider(db, uuid);
       const body = await readJsonBody(c, POST_INVENTORY);
       const inv = inventoryWithDefaults(body);
-      const generation = await inTransaction(db, (tx) => addInventory(tx, uuid, body.resource_class, inv, reservedMayEqualTotal(c)));
+      const generation = await addInventory(store, uuid, body.resource_class, inv, reservedMayEqualTotal(c));
       c.header("location", absoluteUrl(c, `${providerUrl(uuid)}/inventories/${body.resource_class}`));
       return sendInventory(c, inv, generation, 201, undefined, ratioWrittenAsInteger(await bodyAsWritten(c)));
     },
@@ -116,9 +115,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       await requireProvider(db, uuid);
       const body = await readJsonBody(c, PUT_INVENTORIES);
       const items = new Map(Object.entries(body.inventories).map(([rc, r]) => [rc, inventoryWithDefaults(r)]));
-      const generation = await inTransaction(db, (tx) =>
-        replaceInventories(tx, uuid, body.resource_provider_generation, items, reservedMayEqualTotal(c)),
-      );
+      const generation = await replaceInventories(store, uuid, body.resource_provider_generation, items, reservedMayEqualTotal(c));
       setLastModified(c, items.size ? new Date() : null);
       const written = await bodyAsWritten(c);
       return sendJson(c, {
@@ -133,7 +130,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       requireMicroversion(c, "1.5", 405);
       authorize(c, "placement:resource_providers:inventories:delete");
       const uuid = c.req.param("uuid");
-      await inTransaction(db, (tx) => deleteAllInventories(tx, uuid));
+      await deleteAllInventories(store, uuid);
       return c.body(null, 204);
     },
   });
@@ -153,9 +150,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       await requireProvider(db, uuid);
       const body = await readJsonBody(c, PUT_INVENTORY);
       const inv = inventoryWithDefaults(body);
-      const generation = await inTransaction(db, (tx) =>
-        updateInventory(tx, uuid, body.resource_provider_generation, rc, inv, reservedMayEqualTotal(c)),
-      );
+      const generation = await updateInventory(store, uuid, body.resource_provider_generation, rc, inv, reservedMayEqualTotal(c));
       return sendInventory(c, inv, generation, 200, undefined, ratioWrittenAsInteger(await bodyAsWritten(c)));
     },
 
@@ -163,7 +158,7 @@ export function inventoryRoutes(deps: AppDeps): Hono<AppEnv> {
       authorize(c, "placement:resource_providers:inventories:delete");
       const uuid = c.req.param("uuid");
       const rc = c.req.param("resource_class");
-      await inTransaction(db, (tx) => deleteInventory(tx, uuid, rc));
+      await deleteInventory(store, uuid, rc);
       return c.body(null, 204);
     },
   });

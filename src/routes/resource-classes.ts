@@ -5,9 +5,8 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
-import { inTransaction } from "../db/database.js";
 import { readJsonBody, requireJsonContent } from "../http/body.js";
-import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
+import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
 import { validateBody } from "../http/validation.js";
@@ -30,7 +29,7 @@ const classUrl = (name: string) => `/resource_classes/${name}`;
 
 const serialize = (name: string) => ({ name, links: [{ rel: "self", href: classUrl(name) }] });
 
-export function resourceClassRoutes({ db }: AppDeps): Hono<AppEnv> {
+export function resourceClassRoutes({ db, store }: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   declareRoute(app, "/resource_classes", {
@@ -46,7 +45,7 @@ export function resourceClassRoutes({ db }: AppDeps): Hono<AppEnv> {
       requireJsonContent(c);
       authorize(c, "placement:resource_classes:create");
       const { name } = await readJsonBody(c, POST_RC_SCHEMA_V1_2);
-      const rc = await inTransaction(db, (tx) => createResourceClass(tx, name));
+      const rc = await createResourceClass(store, name);
       return c.body(null, 201, { location: classUrl(rc.name) });
     },
   });
@@ -65,13 +64,13 @@ export function resourceClassRoutes({ db }: AppDeps): Hono<AppEnv> {
       requireJsonContent(c);
       authorize(c, "placement:resource_classes:update");
       const { name } = await readJsonBody(c, PUT_RC_SCHEMA_V1_2);
-      const rc = await inTransaction(db, (tx) => renameResourceClass(tx, c.req.param("name"), name));
+      const rc = await renameResourceClass(store, c.req.param("name"), name);
       return c.json(serialize(rc.name));
     },
     DELETE: async (c) => {
       requireMicroversion(c, "1.2");
       authorize(c, "placement:resource_classes:delete");
-      await inTransaction(db, (tx) => deleteResourceClass(tx, c.req.param("name")));
+      await deleteResourceClass(store, c.req.param("name"));
       return c.body(null, 204);
     },
   });
@@ -80,7 +79,7 @@ export function resourceClassRoutes({ db }: AppDeps): Hono<AppEnv> {
   async function ensureClass(c: AppContext) {
     authorize(c, "placement:resource_classes:update");
     const { name } = validateBody(PUT_RC_SCHEMA_V1_2, { name: c.req.param("name") });
-    const { created } = await inTransaction(db, (tx) => ensureResourceClass(tx, name));
+    const { created } = await ensureResourceClass(store, name);
     return c.body(null, created ? 201 : 204, { location: classUrl(name) });
   }
 

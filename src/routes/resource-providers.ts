@@ -7,23 +7,20 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { readJsonBody, requireJsonContent } from "../http/body.js";
-import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
+import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute } from "../http/routing.js";
 import { absoluteUrl, providerUrl } from "../http/urls.js";
 import { canonicalUuid, zUuid } from "../http/uuid.js";
-import { inTransaction } from "../db/database.js";
 import { queryPairs } from "../query/query-string.js";
-import { parseProviderListQuery, type ProviderListFilters } from "../query/provider-filters.js";
-import { providerFilterConditions } from "../services/candidates/provider-filters.js";
+import { parseProviderListQuery } from "../query/provider-filters.js";
 import {
   createProvider,
   deleteProvider,
-  getProviderByUuid,
   getProviderView,
-  listProviders,
+  findProviders,
+  getProviderByUuid,
   updateProvider,
-  type ProviderFilters,
   type ProviderView,
 } from "../services/providers.js";
 
@@ -72,30 +69,14 @@ function parentAsWritten(value: string | null | undefined): string | null {
   return value || null;
 }
 
-/**
- * Turns the parsed query into the service's filters. name, uuid and in_tree
- * are plain provider columns; member_of, required and resources become extra
- * SQL conditions from the shared filter code (plugged in here).
- */
-function listFilters(query: ProviderListFilters): ProviderFilters {
-  const filters: ProviderFilters = {};
-  if (query.name !== undefined) filters.name = query.name;
-  if (query.uuid !== undefined) filters.uuid = query.uuid;
-  if (query.inTree !== undefined) filters.inTree = query.inTree;
-  return filters;
-}
-
-export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
+export function resourceProviderRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const { db } = deps;
+  const { db, store } = deps;
 
   declareRoute(app, "/resource_providers", {
     GET: async (c) => {
       authorize(c, "placement:resource_providers:list");
-      const query = parseProviderListQuery(queryPairs(c.req.url), c.get("microversion"));
-      const filters = listFilters(query);
-      filters.conditions = await providerFilterConditions(db, query);
-      const providers = await listProviders(db, filters);
+      const providers = await findProviders(db, parseProviderListQuery(queryPairs(c.req.url), c.get("microversion")));
       setLastModified(c, newestTimestamp(providers));
       return c.json({ resource_providers: providers.map((p) => serializeProvider(c, p)) });
     },
@@ -106,13 +87,7 @@ export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
       const mv = c.get("microversion");
       const body: z.output<typeof POST_PROVIDER_V1_14> = await readJsonBody(c, mv.atLeast("1.14") ? POST_PROVIDER_V1_14 : POST_PROVIDER);
       const uuid = body.uuid ? canonicalUuid(body.uuid) : randomUUID();
-      const provider = await inTransaction(db, (tx) =>
-        createProvider(tx, {
-          uuid,
-          name: body.name,
-          parentProviderUuid: parentAsWritten(body.parent_provider_uuid),
-        }),
-      );
+      const provider = await createProvider(store, { uuid, name: body.name, parentProviderUuid: parentAsWritten(body.parent_provider_uuid) });
       c.header("location", absoluteUrl(c, providerUrl(provider.uuid)));
       if (mv.lessThan("1.20")) return c.body(null, 201);
       setLastModified(c, newestTimestamp([provider]));
@@ -130,7 +105,7 @@ export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
 
     DELETE: async (c) => {
       authorize(c, "placement:resource_providers:delete");
-      await inTransaction(db, (tx) => deleteProvider(tx, c.req.param("uuid")));
+      await deleteProvider(store, c.req.param("uuid"));
       return c.body(null, 204);
     },
     PUT: async (c) => {
@@ -144,14 +119,9 @@ export function resourceProviderRoutes(deps: AppDeps): Hono<AppEnv> {
       // Placement looks the provider up before it reads the body: 404 wins over 400.
       const before = await getProviderByUuid(db, uuid);
       const body: z.output<typeof PUT_PROVIDER_V1_14> = await readJsonBody(c, mv.atLeast("1.14") ? PUT_PROVIDER_V1_14 : PUT_PROVIDER);
-      const provider = await inTransaction(db, (tx) =>
-        updateProvider(
-          tx,
-          uuid,
-          { name: body.name, ...("parent_provider_uuid" in body ? { parentProviderUuid: parentAsWritten(body.parent_provider_uuid) } : {}) },
-          mv.atLeast("1.37"),
-        ),
-      );
+      const parent = "parent_provider_uuid" in body ? { parentProviderUuid: parentAsWritten(body.parent_provider_uuid) } : {};
+      const update = { name: body.name, ...parent };
+      const provider = await updateProvider(store, uuid, update, mv.atLeast("1.37"));
       // Placement sends the updated_at of the provider as it loaded it before
       // the update: none for a provider that was never updated.
       setLastModified(c, before.updatedAt);

@@ -5,21 +5,19 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
-import { inTransaction } from "../db/database.js";
 import { readJsonBody, requireJsonContent } from "../http/body.js";
-import type { AppDeps, AppEnv } from "../http/context.js";
+import type { AppEnv, RouteDeps } from "../http/context.js";
 import { badRequest } from "../http/errors.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
 import { zInteger } from "../http/json-types.js";
 import { validateQuery } from "../http/validation.js";
-import { getProviderByUuid } from "../services/providers.js";
 import {
   deleteTrait,
   ensureTrait,
+  getProviderTraits,
   getTrait,
   listTraits,
-  providerTraits,
   setProviderTraits,
   type TraitFilters,
   type TraitRow,
@@ -63,7 +61,7 @@ function associatedFilter(value: string): boolean {
 
 const traitNames = (rows: TraitRow[]) => rows.map((t) => t.name);
 
-export function traitRoutes({ db }: AppDeps): Hono<AppEnv> {
+export function traitRoutes({ db, store }: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   declareRoute(app, "/traits", {
@@ -92,14 +90,14 @@ export function traitRoutes({ db }: AppDeps): Hono<AppEnv> {
       authorize(c, "placement:traits:update");
       const name = c.req.param("name");
       if (!CUSTOM_TRAIT.safeParse(name).success) throw badRequest(INVALID_TRAIT);
-      const { trait, created } = await inTransaction(db, (tx) => ensureTrait(tx, name));
+      const { trait, created } = await ensureTrait(store, name);
       setLastModified(c, trait.createdAt);
       return c.body(null, created ? 201 : 204, { location: traitUrl(name) });
     },
     DELETE: async (c) => {
       requireMicroversion(c, "1.6");
       authorize(c, "placement:traits:delete");
-      await inTransaction(db, (tx) => deleteTrait(tx, c.req.param("name")));
+      await deleteTrait(store, c.req.param("name"));
       return c.body(null, 204);
     },
   }, { getAcceptsAnything: true });
@@ -109,8 +107,7 @@ export function traitRoutes({ db }: AppDeps): Hono<AppEnv> {
       requireMicroversion(c, "1.6");
       authorize(c, "placement:resource_providers:traits:list");
       // Placement's handler catches the lookup's NotFound and names the provider twice.
-      const provider = await getProviderByUuid(db, c.req.param("uuid"), "list traits");
-      const rows = await providerTraits(db, provider.id);
+      const { provider, traits: rows } = await getProviderTraits(db, c.req.param("uuid"));
       setLastModified(c, newestTimestamp(rows));
       return c.json({ traits: traitNames(rows), resource_provider_generation: provider.generation });
     },
@@ -119,16 +116,14 @@ export function traitRoutes({ db }: AppDeps): Hono<AppEnv> {
       requireJsonContent(c);
       authorize(c, "placement:resource_providers:traits:update");
       const body = await readJsonBody(c, SET_TRAITS_FOR_RP_SCHEMA);
-      const result = await inTransaction(db, (tx) =>
-        setProviderTraits(tx, c.req.param("uuid"), body.traits, body.resource_provider_generation),
-      );
+      const result = await setProviderTraits(store, c.req.param("uuid"), body.traits, body.resource_provider_generation);
       setLastModified(c, newestTimestamp(result.traits));
       return c.json({ traits: traitNames(result.traits), resource_provider_generation: result.generation });
     },
     DELETE: async (c) => {
       requireMicroversion(c, "1.6");
       authorize(c, "placement:resource_providers:traits:delete");
-      await inTransaction(db, (tx) => setProviderTraits(tx, c.req.param("uuid"), []));
+      await setProviderTraits(store, c.req.param("uuid"), []);
       return c.body(null, 204);
     },
   });

@@ -5,10 +5,16 @@
 import { and, asc, eq, inArray, notInArray } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { aggregates, resourceProviderAggregates } from "../db/schema.js";
-import { bumpProviderGeneration, checkGeneration, lockProviderForNoKeyUpdate } from "./providers.js";
+import { bumpProviderGeneration, checkGeneration, getProviderByUuid, lockProviderForNoKeyUpdate, type ProviderRow } from "./providers.js";
+import { writeTransaction, type Store } from "./store.js";
 
-/** The uuids of the aggregates a provider belongs to, oldest aggregate first. */
-export async function providerAggregates(q: Queryable, providerId: number): Promise<string[]> {
+/** GET /resource_providers/{uuid}/aggregates: the provider and the uuids of its aggregates, oldest aggregate first. */
+export async function getProviderAggregates(q: Queryable, uuid: string): Promise<{ provider: ProviderRow; aggregates: string[] }> {
+  const provider = await getProviderByUuid(q, uuid);
+  return { provider, aggregates: await aggregatesOf(q, provider.id) };
+}
+
+async function aggregatesOf(q: Queryable, providerId: number): Promise<string[]> {
   const rows = await q
     .select({ uuid: aggregates.uuid })
     .from(resourceProviderAggregates)
@@ -25,6 +31,15 @@ export async function providerAggregates(q: Queryable, providerId: number): Prom
  * we. Returns the provider's generation afterwards.
  */
 export async function setProviderAggregates(
+  store: Store,
+  providerUuid: string,
+  uuids: readonly string[],
+  expectedGeneration?: number,
+): Promise<number> {
+  return writeTransaction(store.db, (tx) => setProviderAggregatesIn(tx, providerUuid, uuids, expectedGeneration));
+}
+
+async function setProviderAggregatesIn(
   tx: Tx,
   providerUuid: string,
   uuids: readonly string[],

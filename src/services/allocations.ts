@@ -9,7 +9,7 @@
  * from (in id order, SELECT ... FOR NO KEY UPDATE, the provider writers' lock:
  * see lockProvidersForNoKeyUpdate).
  * Every writer that adds usage to a provider holds that provider's row lock
- * while it sums the provider's allocations, checks capacity and inserts, so
+ * while it reads the provider's usage, checks capacity and inserts, so
  * those steps of two writers on one provider never interleave; and under READ
  * COMMITTED each statement after the lock sees everything committed before
  * it, so capacity is checked against the real committed usage, never against
@@ -29,6 +29,7 @@ import { getProviderByUuid, type ProviderRow } from "./providers.js";
 import { writeTransaction, type Store } from "./store.js";
 import { inventoryRowsToLock, type InventoryData } from "./inventories.js";
 import { consumerGenerationConflict, deleteConsumersWithoutAllocations, lockConsumers, upsertConsumers } from "./consumers.js";
+import { capacityOf, hasRoomFor, hasRoomForSql, unitsAllow, unitsAllowSql } from "./rules/capacity.js";
 
 /** Amounts by resource class name. */
 export type Resources = Record<string, number>;
@@ -200,7 +201,10 @@ async function lockProvidersAndResolveClasses(
 /**
  * One statement (a separate one from the lock, so its snapshot includes
  * everything committed before we got the locks): read the inventories and
- * committed usage involved, and only if the capacity rule holds, insert the
+ * their usage (`inventories.used`: the triggers keep it equal to the sum of
+ * the allocations in every transaction that changes them, and each writer
+ * that adds usage holds the provider lock, so the committed column is the
+ * committed sum), and only if the capacity rule holds, insert the
  * allocations and bump the generations of the providers and consumers
  * written. The rule is evaluated twice: in SQL as the guard of the write,
  * and in checkCapacity on the rows read, which words the 409 and is the
@@ -226,19 +230,18 @@ async function writeWithinCapacity(
       GROUP BY provider_id, class_id
     ), inv AS (
       SELECT i.resource_provider_id, i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio,
-             COALESCE((SELECT SUM(a.used) FROM allocations a
-                       WHERE a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id), 0)::bigint AS used
+             i.used
       FROM inventories i
       WHERE i.resource_provider_id IN (SELECT provider_id FROM req) AND i.resource_class_id = ANY(${sql.param([...classIds.values()])}::int[])
     ), verdict AS (
       SELECT NOT EXISTS (
                SELECT 1 FROM req r LEFT JOIN inv ON inv.resource_provider_id = r.provider_id AND inv.resource_class_id = r.class_id
-               WHERE inv.resource_provider_id IS NULL OR r.used < inv.min_unit OR r.used > inv.max_unit OR r.used % inv.step_size <> 0)
+               WHERE inv.resource_provider_id IS NULL OR NOT (${sql.raw(unitsAllowSql("inv", "r.used"))}))
          AND NOT EXISTS (
                SELECT 1 FROM (SELECT provider_id, class_id, SUM(used) AS asked FROM req GROUP BY provider_id, class_id) g
                JOIN inv ON inv.resource_provider_id = g.provider_id AND inv.resource_class_id = g.class_id
                LEFT JOIN rel ON rel.provider_id = g.provider_id AND rel.class_id = g.class_id
-               WHERE (inv.total - inv.reserved) * inv.allocation_ratio < inv.used + g.asked
+               WHERE NOT (${sql.raw(hasRoomForSql("inv", "g.asked"))})
                  AND g.asked > COALESCE(rel.used, 0)) AS ok
     ), inserted AS (
       INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
@@ -264,10 +267,11 @@ async function writeWithinCapacity(
  * Placement's capacity rule, with its messages: every provider needs
  * inventory of the class, each amount within min_unit..max_unit and a
  * multiple of step_size, and usage + the request's total per provider and
- * class <= (total - reserved) * allocation_ratio. As in Placement 14.0.0
- * (bug 2104040), a provider already over capacity (reserved or the ratio was
- * changed under its allocations) still takes a write that does not raise its
- * usage of the class: the same allocation again, or a smaller one.
+ * class within the capacity (rules/capacity.ts, which also writes the SQL guard).
+ * As in Placement 14.0.0 (bug 2104040), a provider already over capacity
+ * (reserved or the ratio was changed under its allocations) still takes a
+ * write that does not raise its usage of the class: the same allocation
+ * again, or a smaller one.
  */
 function checkCapacity(wanted: readonly Wanted[], released: readonly Released[], classIds: Map<string, number>, rows: readonly InventoryUsage[]): void {
   if (wanted.length === 0) return;
@@ -287,12 +291,12 @@ function checkCapacity(wanted: readonly Wanted[], released: readonly Released[],
     requested.set(key, (requested.get(key) ?? 0) + a.used);
     const inv = inventory.get(key);
     if (!inv) throw new CapacityExceeded({ problem: "no inventory", classes: [a.className], providers: [a.providerUuid] });
-    if (a.used < inv.minUnit || a.used > inv.maxUnit || a.used % inv.stepSize !== 0) {
+    const room = { capacity: capacityOf(inv), used: inv.used, minUnit: inv.minUnit, maxUnit: inv.maxUnit, stepSize: inv.stepSize };
+    if (!unitsAllow(room, a.used)) {
       throw new CapacityExceeded({ problem: "constraints", resourceClass: a.className, provider: a.providerUuid });
     }
-    const capacity = (inv.total - inv.reserved) * inv.allocationRatio;
     const raisesUsage = asked.get(key)! > (held.get(key) ?? 0);
-    if (raisesUsage && (capacity < inv.used + a.used || capacity < inv.used + requested.get(key)!)) {
+    if (raisesUsage && (!hasRoomFor(room, a.used) || !hasRoomFor(room, requested.get(key)!))) {
       throw new CapacityExceeded({ problem: "capacity", resourceClass: a.className, provider: a.providerUuid });
     }
   }
@@ -346,7 +350,10 @@ export async function getConsumerAllocations(q: Queryable, consumerUuid: string)
 }
 
 /** GET /resource_providers/{uuid}/allocations: the provider and every allocation on it, in consumer, class order. */
-export async function getProviderAllocations(q: Queryable, uuid: string): Promise<{ provider: ProviderRow; allocations: AllocationView[] }> {
+export async function getProviderAllocations(
+  q: Queryable,
+  uuid: string,
+): Promise<{ provider: ProviderRow; allocations: AllocationView[] }> {
   const provider = await getProviderByUuid(q, uuid, "list allocations");
   return { provider, allocations: await allocationsOnProvider(q, provider.id) };
 }

@@ -52,7 +52,8 @@ import { sql } from "drizzle-orm";
 import type { Tx } from "../db/database.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
 import type { Candidate } from "./candidates/combine.js";
-import { findCandidates, type CandidatesResult, type EngineOptions } from "./candidates/engine.js";
+import type { CandidatesResult, EngineOptions } from "./candidates/engine.js";
+import { candidatesWithSummaries } from "./candidates/service.js";
 import { getConsumerAllocations, replaceAllocations, type Resources } from "./allocations.js";
 import { consumerGenerationConflict, deleteConsumersWithoutAllocations, upsertConsumers } from "./consumers.js";
 import { CandidateView, type PickPolicy } from "./claims-pick.js";
@@ -146,7 +147,7 @@ async function claimIn(tx: Tx, req: ClaimRequest): Promise<ClaimOutcome> {
   let considered = 0;
   for (let round = 0; round < MAX_ROUNDS && pending.length > 0; round++) {
     // 2. Candidates on the data as committed now.
-    found = await findCandidates(tx, req.query, { ...req.engine, randomize: false });
+    found = await candidatesWithSummaries(tx, req.query, { ...req.engine, randomize: false });
     view = new CandidateView(found.candidates, found.summaries, req.pick);
     considered = Math.max(considered, found.candidates.length);
     let stale = false;

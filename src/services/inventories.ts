@@ -20,6 +20,7 @@ import {
   lockProviderForNoKeyUpdate,
   type ProviderRow,
 } from "./providers.js";
+import { writeTransaction, type Store } from "./store.js";
 
 /** Largest value of an integer inventory field (a signed 32-bit column). */
 export const MAX_INT = 2147483647;
@@ -48,11 +49,6 @@ export const INVENTORY_DEFAULTS: Omit<InventoryData, "total"> = {
   allocationRatio: 1.0,
 };
 
-/** What allocations may use: Python's int((total - reserved) * allocation_ratio). */
-export function capacity(inv: InventoryData): number {
-  return Math.trunc((inv.total - inv.reserved) * inv.allocationRatio);
-}
-
 /**
  * Placement's inventory rule: before 1.26 reserved must be less than total;
  * from 1.26 it may equal total (a provider kept fully reserved).
@@ -77,7 +73,11 @@ export async function getProviderInventories(q: Queryable, uuid: string): Promis
 }
 
 /** GET /resource_providers/{uuid}/inventories/{rc}: the provider and its inventory of one class. */
-export async function getProviderInventory(q: Queryable, uuid: string, rc: string): Promise<{ provider: ProviderRow; inventory: InventoryView }> {
+export async function getProviderInventory(
+  q: Queryable,
+  uuid: string,
+  rc: string,
+): Promise<{ provider: ProviderRow; inventory: InventoryView }> {
   const { provider, inventories: all } = await getProviderInventories(q, uuid);
   const inventory = all.find((r) => r.resourceClass === rc);
   if (!inventory) throw new InventoryNotFound(provider.uuid, rc, "show");
@@ -212,6 +212,16 @@ export async function setProviderInventories(
 
 /** PUT /resource_providers/{uuid}/inventories. Returns the new generation. */
 export async function replaceInventories(
+  store: Store,
+  providerUuid: string,
+  expectedGeneration: number,
+  items: Map<string, InventoryData>,
+  reservedMayEqualTotal: boolean,
+): Promise<number> {
+  return writeTransaction(store.db, (tx) => replaceInventoriesIn(tx, providerUuid, expectedGeneration, items, reservedMayEqualTotal));
+}
+
+async function replaceInventoriesIn(
   tx: Tx,
   providerUuid: string,
   expectedGeneration: number,
@@ -225,13 +235,27 @@ export async function replaceInventories(
 }
 
 /** DELETE /resource_providers/{uuid}/inventories (1.5): no generation from the client. */
-export async function deleteAllInventories(tx: Tx, providerUuid: string): Promise<number> {
+export async function deleteAllInventories(store: Store, providerUuid: string): Promise<number> {
+  return writeTransaction(store.db, (tx) => deleteAllInventoriesIn(tx, providerUuid));
+}
+
+async function deleteAllInventoriesIn(tx: Tx, providerUuid: string): Promise<number> {
   const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
   return setProviderInventories(tx, provider, new Map(), "delete all");
 }
 
 /** POST /resource_providers/{uuid}/inventories: one new class. Returns the new generation. */
 export async function addInventory(
+  store: Store,
+  providerUuid: string,
+  rc: string,
+  inv: InventoryData,
+  reservedMayEqualTotal: boolean,
+): Promise<number> {
+  return writeTransaction(store.db, (tx) => addInventoryIn(tx, providerUuid, rc, inv, reservedMayEqualTotal));
+}
+
+async function addInventoryIn(
   tx: Tx,
   providerUuid: string,
   rc: string,
@@ -253,6 +277,17 @@ export async function addInventory(
 
 /** PUT /resource_providers/{uuid}/inventories/{rc}: change an existing class. Returns the new generation. */
 export async function updateInventory(
+  store: Store,
+  providerUuid: string,
+  expectedGeneration: number,
+  rc: string,
+  inv: InventoryData,
+  reservedMayEqualTotal: boolean,
+): Promise<number> {
+  return writeTransaction(store.db, (tx) => updateInventoryIn(tx, providerUuid, expectedGeneration, rc, inv, reservedMayEqualTotal));
+}
+
+async function updateInventoryIn(
   tx: Tx,
   providerUuid: string,
   expectedGeneration: number,
@@ -275,7 +310,11 @@ export async function updateInventory(
 }
 
 /** DELETE /resource_providers/{uuid}/inventories/{rc}. */
-export async function deleteInventory(tx: Tx, providerUuid: string, rc: string): Promise<number> {
+export async function deleteInventory(store: Store, providerUuid: string, rc: string): Promise<number> {
+  return writeTransaction(store.db, (tx) => deleteInventoryIn(tx, providerUuid, rc));
+}
+
+async function deleteInventoryIn(tx: Tx, providerUuid: string, rc: string): Promise<number> {
   const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
   const classId = (await classIdsByName(tx, [rc])).get(rc);
   if (classId === undefined) throw new ClassNotFound(rc, { in: "inventory delete" });

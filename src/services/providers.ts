@@ -19,6 +19,9 @@ import {
   type ProviderPart,
   type ProviderTreeProblem,
 } from "./errors.js";
+import { writeTransaction, type Store } from "./store.js";
+import { providerFilterConditions } from "./provider-list-filters.js";
+import type { ProviderListFilters } from "../query/provider-filters.js";
 
 export type ProviderRow = typeof resourceProviders.$inferSelect;
 
@@ -110,7 +113,9 @@ export async function bumpProviderGeneration(
     .set({ generation: sql`${resourceProviders.generation} + 1`, updatedAt: sql`now()` })
     .where(condition)
     .returning({ generation: resourceProviders.generation });
-  if (!rows[0]) throw new GenerationConflict({ of: "provider", uuid: provider.uuid, writing: expected!.writing, given: expected!.generation });
+  if (!rows[0]) {
+    throw new GenerationConflict({ of: "provider", uuid: provider.uuid, writing: expected!.writing, given: expected!.generation });
+  }
   return rows[0].generation;
 }
 
@@ -134,7 +139,7 @@ export interface ProviderView {
 }
 
 /** What GET /resource_providers filters on. Each set field narrows the list further (AND). */
-export interface ProviderFilters {
+interface ProviderFilters {
   name?: string;
   uuid?: string;
   /** Only providers in the same tree as the provider with this uuid (none when it does not exist). */
@@ -163,8 +168,18 @@ function selectViews(q: Queryable) {
     .leftJoin(root, eq(root.id, resourceProviders.rootProviderId));
 }
 
+/**
+ * GET /resource_providers: the providers matching the list query. name, uuid
+ * and in_tree are plain provider columns; member_of, required and resources
+ * become SQL conditions from the filters shared with allocation candidates.
+ */
+export async function findProviders(q: Queryable, query: ProviderListFilters): Promise<ProviderView[]> {
+  const { name, uuid, inTree } = query;
+  return listProviders(q, { name, uuid, inTree, conditions: await providerFilterConditions(q, query) });
+}
+
 /** Providers matching `filters`, in creation (id) order as Placement returns them. */
-export async function listProviders(q: Queryable, filters: ProviderFilters): Promise<ProviderView[]> {
+async function listProviders(q: Queryable, filters: ProviderFilters): Promise<ProviderView[]> {
   if (![filters.name, filters.uuid, filters.inTree].every((v) => v === undefined || canBeStored(v))) return [];
   const conditions: SQL[] = [...(filters.conditions ?? [])];
   if (filters.name !== undefined) conditions.push(eq(resourceProviders.name, filters.name));
@@ -209,7 +224,12 @@ export interface NewProvider {
  * Creates a provider (a root, or a child of an existing provider). Duplicate
  * uuid or name is a DuplicateProvider; a bad parent an InvalidProvider.
  */
-export async function createProvider(tx: Tx, data: NewProvider): Promise<ProviderView> {
+export async function createProvider(store: Store, data: NewProvider): Promise<ProviderView> {
+  return writeTransaction(store.db, (tx) => createProviderIn(tx, data));
+}
+
+/** createProvider inside the caller's transaction. */
+export async function createProviderIn(tx: Tx, data: NewProvider): Promise<ProviderView> {
   const cannotCreate = (problem: ProviderTreeProblem) => new InvalidProvider("create", data.uuid, data.name, problem);
   if (!data.name) throw cannotCreate("name required");
   let parentRow: ProviderRow | undefined;
@@ -278,7 +298,11 @@ export interface ProviderUpdate {
  * the generation (Placement's generation tracks inventory, traits,
  * aggregates and allocations, not the name).
  */
-export async function updateProvider(tx: Tx, uuid: string, update: ProviderUpdate, allowReparenting: boolean): Promise<ProviderView> {
+export async function updateProvider(store: Store, uuid: string, update: ProviderUpdate, allowReparenting: boolean): Promise<ProviderView> {
+  return writeTransaction(store.db, (tx) => updateProviderIn(tx, uuid, update, allowReparenting));
+}
+
+async function updateProviderIn(tx: Tx, uuid: string, update: ProviderUpdate, allowReparenting: boolean): Promise<ProviderView> {
   const cannotSave = (problem: ProviderTreeProblem) => new InvalidProvider("update", uuid, update.name, problem);
   const moving = update.parentProviderUuid !== undefined;
   if (moving) {
@@ -355,7 +379,11 @@ async function subtreeIds(q: Queryable, id: number): Promise<number[]> {
  * Deletes a provider with its inventories, traits and aggregate links. A
  * provider with children or allocations stays (409), as in Placement.
  */
-export async function deleteProvider(tx: Tx, uuid: string): Promise<void> {
+export async function deleteProvider(store: Store, uuid: string): Promise<void> {
+  return writeTransaction(store.db, (tx) => deleteProviderIn(tx, uuid));
+}
+
+async function deleteProviderIn(tx: Tx, uuid: string): Promise<void> {
   const rows = canBeStored(uuid) ? await tx.select().from(resourceProviders).where(eq(resourceProviders.uuid, uuid)).for("update") : [];
   const me = rows[0];
   if (!me) throw new ProviderNotFound(uuid, "delete");

@@ -10,6 +10,7 @@ import type { Queryable, Tx } from "../db/database.js";
 import { sqlState } from "../db/sql-state.js";
 import { allocations, inventories, resourceClasses } from "../db/schema.js";
 import { ClassInUse, ClassNotFound, DuplicateClass, StandardNameImmutable } from "./errors.js";
+import { writeTransaction, type Store } from "./store.js";
 
 export type ResourceClassRow = typeof resourceClasses.$inferSelect;
 
@@ -45,21 +46,33 @@ async function insertResourceClass(tx: Tx, name: string): Promise<ResourceClassR
 }
 
 /** POST /resource_classes: DuplicateClass when the name is taken. */
-export async function createResourceClass(tx: Tx, name: string): Promise<ResourceClassRow> {
+export async function createResourceClass(store: Store, name: string): Promise<ResourceClassRow> {
+  return writeTransaction(store.db, (tx) => createResourceClassIn(tx, name));
+}
+
+async function createResourceClassIn(tx: Tx, name: string): Promise<ResourceClassRow> {
   const rc = await insertResourceClass(tx, name);
   if (!rc) throw new DuplicateClass(name, "create");
   return rc;
 }
 
 /** PUT /resource_classes/{name} from 1.7: creates the class unless it exists. */
-export async function ensureResourceClass(tx: Tx, name: string): Promise<{ resourceClass: ResourceClassRow; created: boolean }> {
+export async function ensureResourceClass(store: Store, name: string): Promise<{ resourceClass: ResourceClassRow; created: boolean }> {
+  return writeTransaction(store.db, (tx) => ensureResourceClassIn(tx, name));
+}
+
+async function ensureResourceClassIn(tx: Tx, name: string): Promise<{ resourceClass: ResourceClassRow; created: boolean }> {
   const created = await insertResourceClass(tx, name);
   if (created) return { resourceClass: created, created: true };
   return { resourceClass: await getResourceClass(tx, name), created: false };
 }
 
 /** PUT /resource_classes/{name} before 1.7: renames a custom class. */
-export async function renameResourceClass(tx: Tx, name: string, newName: string): Promise<ResourceClassRow> {
+export async function renameResourceClass(store: Store, name: string, newName: string): Promise<ResourceClassRow> {
+  return writeTransaction(store.db, (tx) => renameResourceClassIn(tx, name, newName));
+}
+
+async function renameResourceClassIn(tx: Tx, name: string, newName: string): Promise<ResourceClassRow> {
   const rc = await getResourceClass(tx, name);
   if (isStandard(rc)) throw new StandardNameImmutable("resource class", name, "update");
   const taken = () => new DuplicateClass(newName, "rename");
@@ -84,7 +97,11 @@ export async function renameResourceClass(tx: Tx, name: string, newName: string)
  * through their foreign key, so once we hold the lock no new use can appear
  * and the in-use check below cannot be overtaken.
  */
-export async function deleteResourceClass(tx: Tx, name: string): Promise<void> {
+export async function deleteResourceClass(store: Store, name: string): Promise<void> {
+  return writeTransaction(store.db, (tx) => deleteResourceClassIn(tx, name));
+}
+
+async function deleteResourceClassIn(tx: Tx, name: string): Promise<void> {
   const rows = await tx.select().from(resourceClasses).where(eq(resourceClasses.name, name)).for("update");
   const rc = rows[0];
   if (!rc) throw new ClassNotFound(name);

@@ -8,7 +8,8 @@ import { and, asc, eq, sql, type SQL } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { resourceProviderTraits, traits } from "../db/schema.js";
 import { StandardNameImmutable, TraitInUse, TraitNotFound } from "./errors.js";
-import { bumpProviderGeneration, checkGeneration, lockProviderForNoKeyUpdate, type ProviderRow } from "./providers.js";
+import { bumpProviderGeneration, checkGeneration, getProviderByUuid, lockProviderForNoKeyUpdate, type ProviderRow } from "./providers.js";
+import { writeTransaction, type Store } from "./store.js";
 
 export type TraitRow = typeof traits.$inferSelect;
 
@@ -46,7 +47,11 @@ export async function getTrait(q: Queryable, name: string): Promise<TraitRow> {
 }
 
 /** PUT /traits/{name}: creates the trait unless it exists (ON CONFLICT: a concurrent create is not an error). */
-export async function ensureTrait(tx: Tx, name: string): Promise<{ trait: TraitRow; created: boolean }> {
+export async function ensureTrait(store: Store, name: string): Promise<{ trait: TraitRow; created: boolean }> {
+  return writeTransaction(store.db, (tx) => ensureTraitIn(tx, name));
+}
+
+async function ensureTraitIn(tx: Tx, name: string): Promise<{ trait: TraitRow; created: boolean }> {
   const rows = await tx.insert(traits).values({ name }).onConflictDoNothing().returning();
   if (rows[0]) return { trait: rows[0], created: true };
   return { trait: await getTrait(tx, name), created: false };
@@ -57,7 +62,11 @@ export async function ensureTrait(tx: Tx, name: string): Promise<{ trait: TraitR
  * key-share locks the traits it assigns, so an assignment either finished
  * before (and the in-use check sees it) or waits and then finds no trait.
  */
-export async function deleteTrait(tx: Tx, name: string): Promise<void> {
+export async function deleteTrait(store: Store, name: string): Promise<void> {
+  return writeTransaction(store.db, (tx) => deleteTraitIn(tx, name));
+}
+
+async function deleteTraitIn(tx: Tx, name: string): Promise<void> {
   const rows = await tx.select().from(traits).where(eq(traits.name, name)).for("update");
   const trait = rows[0];
   if (!trait) throw new TraitNotFound([name]);
@@ -71,8 +80,13 @@ export async function deleteTrait(tx: Tx, name: string): Promise<void> {
   await tx.delete(traits).where(eq(traits.id, trait.id));
 }
 
-/** The provider's traits, in trait id order. */
-export async function providerTraits(q: Queryable, providerId: number): Promise<TraitRow[]> {
+/** GET /resource_providers/{uuid}/traits: the provider and its traits, in trait id order. */
+export async function getProviderTraits(q: Queryable, uuid: string): Promise<{ provider: ProviderRow; traits: TraitRow[] }> {
+  const provider = await getProviderByUuid(q, uuid, "list traits");
+  return { provider, traits: await traitsOf(q, provider.id) };
+}
+
+async function traitsOf(q: Queryable, providerId: number): Promise<TraitRow[]> {
   return q
     .select({ id: traits.id, name: traits.name, createdAt: traits.createdAt, updatedAt: traits.updatedAt })
     .from(traits)
@@ -90,6 +104,15 @@ export async function providerTraits(q: Queryable, providerId: number): Promise<
  * `expectedGeneration` undefined (DELETE) no generation is compared.
  */
 export async function setProviderTraits(
+  store: Store,
+  uuid: string,
+  names: readonly string[],
+  expectedGeneration?: number,
+): Promise<{ provider: ProviderRow; traits: TraitRow[]; generation: number }> {
+  return writeTransaction(store.db, (tx) => setProviderTraitsIn(tx, uuid, names, expectedGeneration));
+}
+
+async function setProviderTraitsIn(
   tx: Tx,
   uuid: string,
   names: readonly string[],
@@ -116,7 +139,7 @@ export async function setProviderTraits(
 
   // Placement's _set_traits returns early when nothing is added or removed:
   // a no-op sync must not bump the generation (Nova would pay a 409 for it).
-  const current = await providerTraits(tx, provider.id);
+  const current = await traitsOf(tx, provider.id);
   if (current.length === found.length && current.every((t) => known.has(t.name))) {
     return { provider, traits: found, generation: provider.generation };
   }

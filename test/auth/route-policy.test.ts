@@ -6,50 +6,40 @@
  * handler answers next for the made-up ids used here).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ADMIN_OR_SERVICE, API_RULES, type ApiRuleName } from "../../src/auth/policy-defaults.js";
 import { newUuid, startHarness, type Harness } from "../support/harness.js";
 
 const rp = newUuid();
 const consumer = newUuid();
 const project = newUuid();
 
-/** [method, path, rule] for every policy-guarded operation. */
-const ROUTES: Array<[string, string, string]> = [
-  ["GET", "/resource_providers", "resource_providers:list"],
-  ["POST", "/resource_providers", "resource_providers:create"],
-  ["GET", `/resource_providers/${rp}`, "resource_providers:show"],
-  ["PUT", `/resource_providers/${rp}`, "resource_providers:update"],
-  ["DELETE", `/resource_providers/${rp}`, "resource_providers:delete"],
-  ["GET", "/resource_classes", "resource_classes:list"],
-  ["POST", "/resource_classes", "resource_classes:create"],
-  ["GET", "/resource_classes/CUSTOM_POLICY_TEST", "resource_classes:show"],
-  ["PUT", "/resource_classes/CUSTOM_POLICY_TEST", "resource_classes:update"],
-  ["DELETE", "/resource_classes/CUSTOM_POLICY_TEST", "resource_classes:delete"],
-  ["GET", `/resource_providers/${rp}/inventories`, "resource_providers:inventories:list"],
-  ["POST", `/resource_providers/${rp}/inventories`, "resource_providers:inventories:create"],
-  ["GET", `/resource_providers/${rp}/inventories/VCPU`, "resource_providers:inventories:show"],
-  ["PUT", `/resource_providers/${rp}/inventories`, "resource_providers:inventories:update"],
-  ["PUT", `/resource_providers/${rp}/inventories/VCPU`, "resource_providers:inventories:update"],
-  ["DELETE", `/resource_providers/${rp}/inventories`, "resource_providers:inventories:delete"],
-  ["DELETE", `/resource_providers/${rp}/inventories/VCPU`, "resource_providers:inventories:delete"],
-  ["GET", `/resource_providers/${rp}/aggregates`, "resource_providers:aggregates:list"],
-  ["PUT", `/resource_providers/${rp}/aggregates`, "resource_providers:aggregates:update"],
-  ["GET", `/resource_providers/${rp}/usages`, "resource_providers:usages"],
-  ["GET", "/traits", "traits:list"],
-  ["GET", "/traits/CUSTOM_POLICY_TEST", "traits:show"],
-  ["PUT", "/traits/CUSTOM_POLICY_TEST", "traits:update"],
-  ["DELETE", "/traits/CUSTOM_POLICY_TEST", "traits:delete"],
-  ["GET", `/resource_providers/${rp}/traits`, "resource_providers:traits:list"],
-  ["PUT", `/resource_providers/${rp}/traits`, "resource_providers:traits:update"],
-  ["DELETE", `/resource_providers/${rp}/traits`, "resource_providers:traits:delete"],
-  ["POST", "/allocations", "allocations:manage"],
-  ["GET", `/allocations/${consumer}`, "allocations:list"],
-  ["PUT", `/allocations/${consumer}`, "allocations:update"],
-  ["DELETE", `/allocations/${consumer}`, "allocations:delete"],
-  ["GET", `/resource_providers/${rp}/allocations`, "resource_providers:allocations:list"],
-  ["GET", "/allocation_candidates?resources=VCPU:1", "allocation_candidates:list"],
-  ["POST", "/claims?resources=VCPU:1", "claims:create"],
-  ["GET", "/changes", "changes:list"],
-];
+/** Concrete values for the path parameters in the rules' operations. */
+const PATH_VALUES: Record<string, string> = {
+  uuid: rp,
+  consumer_uuid: consumer,
+  name: "CUSTOM_POLICY_TEST",
+  resource_class: "VCPU",
+};
+/** A query some operations need to get past their own validation once allowed. */
+const QUERY: Record<string, string> = { "/allocation_candidates": "?resources=VCPU:1", "/claims": "?resources=VCPU:1" };
+
+/**
+ * [method, path, rule] for every operation of the admin-or-service rules, as
+ * policy-defaults.ts lists them (the rules with other checks are tested below).
+ */
+const ROUTES: Array<[string, string, ApiRuleName]> = API_RULES.filter((r) => r.check === ADMIN_OR_SERVICE).flatMap((r) =>
+  r.operations.map((operation): [string, string, ApiRuleName] => {
+    const [method, template] = operation.split(" ");
+    const path = template.replace(/\{(\w+)\}/g, (_, param: string) => PATH_VALUES[param]);
+    return [method, `${path}${QUERY[path] ?? ""}`, r.name];
+  }),
+);
+
+it("covers every API rule: the admin-or-service ones by operation, the two others by their own tests", () => {
+  expect(ROUTES).toHaveLength(35);
+  const others = API_RULES.filter((r) => r.check !== ADMIN_OR_SERVICE).map((r) => r.name);
+  expect(others).toEqual(["placement:usages", "placement:reshaper:reshape"]);
+});
 
 interface Caller {
   name: string;
@@ -85,10 +75,10 @@ const call = (t: Harness, method: string, path: string, who: Caller) =>
     headers: { ...(method === "PUT" || method === "POST" ? { "content-type": "application/json" } : {}), ...who.headers },
   });
 
-async function expectDenied(t: Harness, method: string, path: string, rule: string, who: Caller) {
+async function expectDenied(t: Harness, method: string, path: string, rule: ApiRuleName, who: Caller) {
   const res = await call(t, method, path, who);
   expect(res.status, `${who.name} ${method} ${path}`).toBe(403);
-  expect(res.body.errors[0].detail).toContain(`Policy does not allow placement:${rule} to be performed.`);
+  expect(res.body.errors[0].detail).toContain(`Policy does not allow ${rule} to be performed.`);
 }
 
 async function expectAllowed(t: Harness, method: string, path: string, who: Caller) {
@@ -113,20 +103,20 @@ describe.each([
     const path = `/usages?project_id=${project}`;
     for (const who of [admin, service, member, reader]) await expectAllowed(t, "GET", path, who);
     await expectAllowed(t, "GET", `/usages?project_id=${newUuid()}`, admin);
-    await expectDenied(t, "GET", `/usages?project_id=${newUuid()}`, "usages", reader);
-    await expectDenied(t, "GET", path, "usages", nobody);
-    await expectDenied(t, "GET", path, "usages", systemAdmin);
+    await expectDenied(t, "GET", `/usages?project_id=${newUuid()}`, "placement:usages", reader);
+    await expectDenied(t, "GET", path, "placement:usages", nobody);
+    await expectDenied(t, "GET", path, "placement:usages", systemAdmin);
   });
 });
 
 describe("POST /reshaper", () => {
   it("is for the service role under new defaults, and admin too under legacy ones", async () => {
     await expectAllowed(secure, "POST", "/reshaper", service);
-    await expectDenied(secure, "POST", "/reshaper", "reshaper:reshape", admin);
+    await expectDenied(secure, "POST", "/reshaper", "placement:reshaper:reshape", admin);
     await expectAllowed(legacy, "POST", "/reshaper", service);
     await expectAllowed(legacy, "POST", "/reshaper", admin);
     for (const t of [legacy, secure]) {
-      for (const who of [member, reader, systemAdmin]) await expectDenied(t, "POST", "/reshaper", "reshaper:reshape", who);
+      for (const who of [member, reader, systemAdmin]) await expectDenied(t, "POST", "/reshaper", "placement:reshaper:reshape", who);
     }
   });
 });

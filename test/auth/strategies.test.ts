@@ -3,8 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkAuthStartup, createAuthenticator } from "../../src/auth/authenticate.js";
 import { noauthIdentity } from "../../src/auth/identity.js";
 import { ConfigError, testConfig } from "../../src/config.js";
-import type { Logger } from "../../src/log.js";
+import { createLogger, type Logger } from "../../src/log.js";
 import { startHarness, type Harness } from "../support/harness.js";
+
+const silent = createLogger("silent");
 
 describe("noauth2 identities", () => {
   it("follows Placement: user[:project], admin for user admin, headers override", () => {
@@ -53,15 +55,15 @@ describe("noauth2 start-up", () => {
   });
 
   it("refuses incomplete keystone and trusted-proxy settings", () => {
-    expect(() => createAuthenticator(testConfig({ PLACEMENT_AUTH_STRATEGY: "keystone" }))).toThrow(
+    expect(() => createAuthenticator(testConfig({ PLACEMENT_AUTH_STRATEGY: "keystone" }), silent)).toThrow(
       /keystone needs PLACEMENT_KEYSTONE_URL, PLACEMENT_KEYSTONE_USERNAME, PLACEMENT_KEYSTONE_PASSWORD, PLACEMENT_KEYSTONE_PROJECT_NAME/,
     );
-    expect(() => createAuthenticator(testConfig({ PLACEMENT_AUTH_STRATEGY: "trusted-proxy" }))).toThrow(/needs PLACEMENT_TRUSTED_PROXIES/);
+    expect(() => createAuthenticator(testConfig({ PLACEMENT_AUTH_STRATEGY: "trusted-proxy" }), silent)).toThrow(/needs PLACEMENT_TRUSTED_PROXIES/);
     expect(() =>
-      createAuthenticator(testConfig({ PLACEMENT_AUTH_STRATEGY: "trusted-proxy", PLACEMENT_TRUSTED_PROXIES: ["10.0.0.0/33"] })),
+      createAuthenticator(testConfig({ PLACEMENT_AUTH_STRATEGY: "trusted-proxy", PLACEMENT_TRUSTED_PROXIES: ["10.0.0.0/33"] }), silent),
     ).toThrow(/PLACEMENT_TRUSTED_PROXIES/);
     expect(() =>
-      createAuthenticator(testConfig({ PLACEMENT_AUTH_STRATEGY: "trusted-proxy", PLACEMENT_TRUSTED_PROXIES: ["gateway"] })),
+      createAuthenticator(testConfig({ PLACEMENT_AUTH_STRATEGY: "trusted-proxy", PLACEMENT_TRUSTED_PROXIES: ["gateway"] }), silent),
     ).toThrow(/PLACEMENT_TRUSTED_PROXIES/);
   });
 });

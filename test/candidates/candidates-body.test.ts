@@ -1,25 +1,51 @@
-/** The general answer's body when it leaves while the engine still works: no database. */
+/** The answer's body as the service's sink, whole or leaving while the engine still works: no database. */
 import { describe, expect, it } from "vitest";
 import { CandidatesBody } from "../../src/routes/candidates-body.js";
 import { responseShape } from "../../src/routes/candidates-shape.js";
+import { FlatBodyPieces } from "../../src/routes/flat-candidates-body.js";
 import { Microversion } from "../../src/http/microversion.js";
 import type { CandidatesQuery } from "../../src/query/request-groups.js";
 import type { CandidatesResult } from "../../src/services/candidates/engine.js";
 
 const names = { uuidOf: (id: number) => `00000000-0000-4000-8000-${String(id).padStart(12, "0")}`, resourceClassName: () => "VCPU" };
+const query = { groups: [], params: {} } as unknown as CandidatesQuery;
+const emptyResult: CandidatesResult = { candidates: [], count: 0, summaries: [], ...names };
 
-/** A body with enough candidates written to pass the point where it may start to leave. */
-async function largeBody(): Promise<CandidatesBody> {
-  const body = new CandidatesBody(responseShape(Microversion.from("1.39")));
-  let large = false;
-  void body.whenLarge().then(() => (large = true));
-  for (let i = 0; !large; i++) {
-    const providerId = (i % 1000) + 1;
-    const resources = [{ providerId, resourceClassId: 1, amount: 1 }];
-    body.candidate({ anchorRootId: providerId, resources, groups: [{ suffix: "", sameProvider: false, resources, providers: [providerId] }] }, names);
-    if (i % 1000 === 0) await Promise.resolve();
-  }
-  return body;
+const newBody = () => new CandidatesBody(responseShape(Microversion.from("1.39")), query, new FlatBodyPieces());
+
+function writeCandidate(body: CandidatesBody, i: number): void {
+  const providerId = (i % 1000) + 1;
+  const resources = [{ providerId, resourceClassId: 1, amount: 1 }];
+  body.candidate({ anchorRootId: providerId, resources, groups: [{ suffix: "", sameProvider: false, resources, providers: [providerId] }] }, names);
+}
+
+/**
+ * Starts respond() on an answer that writes candidates until the body starts
+ * to leave, then runs `finish` (the rest of the service's work) as its end.
+ */
+async function streamed(body: CandidatesBody, finish: () => void, onError: (e: Error) => void = () => {}) {
+  let started!: () => void;
+  const leaving = new Promise<void>((resolve) => (started = resolve));
+  let streaming = false;
+  const answering = (async () => {
+    for (let i = 0; ; i++) {
+      writeCandidate(body, i);
+      if (i % 1000 === 0) {
+        await new Promise((resolve) => setImmediate(resolve));
+        if (streaming) break;
+      }
+    }
+    await leaving;
+    finish();
+  })();
+  const response = body.respond(answering, onError).then((r) => {
+    streaming = true;
+    started();
+    return r;
+  });
+  const out = await response;
+  expect(out).toBeInstanceOf(ReadableStream);
+  return out as ReadableStream<Uint8Array>;
 }
 
 async function readAll(stream: ReadableStream<Uint8Array>): Promise<string> {
@@ -28,32 +54,51 @@ async function readAll(stream: ReadableStream<Uint8Array>): Promise<string> {
   return Buffer.concat(chunks).toString("latin1");
 }
 
-describe("CandidatesBody.streamUntil", () => {
-  it("closes the stream with the summaries once the engine is done", async () => {
-    const body = await largeBody();
-    const result: CandidatesResult = { candidates: [], count: 0, summaries: [], ...names };
-    const query = { groups: [], params: {} } as unknown as CandidatesQuery;
-    const text = await readAll(body.streamUntil(query, Promise.resolve(result), () => {}));
+describe("CandidatesBody.respond", () => {
+  it("gives a small answer whole, as one buffer, once the service is done", async () => {
+    const body = newBody();
+    const answering = (async () => {
+      await Promise.resolve();
+      writeCandidate(body, 0);
+      body.end(emptyResult);
+    })();
+    const out = await body.respond(answering, () => {});
+    expect(Buffer.isBuffer(out)).toBe(true);
+    expect(JSON.parse((out as Buffer).toString("latin1")).allocation_requests).toHaveLength(1);
+  });
+
+  it("rejects, sending nothing, when the service fails before the body is large", async () => {
+    const body = newBody();
+    await expect(body.respond(Promise.reject(new Error("no such trait")), () => {})).rejects.toThrow("no such trait");
+  });
+
+  it("starts to stream once large and closes the stream with the summaries once the service is done", async () => {
+    const body = newBody();
+    const text = await readAll(await streamed(body, () => body.end(emptyResult)));
     const parsed = JSON.parse(text);
     expect(parsed.allocation_requests.length).toBeGreaterThan(1000);
     expect(parsed.provider_summaries).toEqual({});
   });
 
-  it("aborts the stream and reports the failure when the engine fails after the body started to leave", async () => {
-    const body = await largeBody();
+  it("aborts the stream and reports the failure when the service fails after the body started to leave", async () => {
+    const body = newBody();
     const reported: Error[] = [];
-    const stream = body.streamUntil({} as CandidatesQuery, Promise.reject(new Error("connection lost")), (e) => reported.push(e));
+    const stream = await streamed(
+      body,
+      () => {
+        throw new Error("connection lost");
+      },
+      (e) => reported.push(e),
+    );
     await expect(readAll(stream)).rejects.toThrow("connection lost");
     expect(reported.map((e) => e.message)).toEqual(["connection lost"]);
   });
 
   it("aborts the stream when writing the summaries fails, instead of leaving it open", async () => {
-    const body = await largeBody();
+    const body = newBody();
     const broken = { candidates: [], count: 0, summaries: [{ provider: { id: 1 }, inventories: null, traits: [] }], ...names } as unknown as CandidatesResult;
-    const query = { groups: [], params: {} } as unknown as CandidatesQuery;
     const reported: Error[] = [];
-    await expect(readAll(body.streamUntil(query, Promise.resolve(broken), (e) => reported.push(e)))).rejects.toThrow();
+    await expect(readAll(await streamed(body, () => body.end(broken), (e) => reported.push(e)))).rejects.toThrow();
     expect(reported).toHaveLength(1);
   });
 });
-

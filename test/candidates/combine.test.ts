@@ -7,7 +7,6 @@ import {
   mappingsOf,
   mergeGroups,
   roundRobin,
-  satisfiesTraits,
   sortByKey,
   spreadOptions,
   type Capacity,
@@ -39,23 +38,6 @@ const take = <T>(it: Iterable<T>, n: number): T[] => {
   }
   return out;
 };
-
-describe("satisfiesTraits", () => {
-  const traits = new Map<number, Set<number>>([
-    [1, new Set([10])],
-    [2, new Set([20, 30])],
-  ]);
-  const of = (p: number) => traits.get(p);
-  it("lets providers meet the expression together", () => {
-    expect(satisfiesTraits([1, 2], of, [[10], [20]], new Set())).toBe(true);
-    expect(satisfiesTraits([1], of, [[10], [20]], new Set())).toBe(false);
-    expect(satisfiesTraits([1], of, [[20, 10]], new Set())).toBe(true);
-  });
-  it("fails when any chosen provider has a forbidden trait", () => {
-    expect(satisfiesTraits([1, 2], of, [[10]], new Set([30]))).toBe(false);
-    expect(satisfiesTraits([1], of, [[10]], new Set([30]))).toBe(true);
-  });
-});
 
 describe("spreadOptions", () => {
   it("chooses one provider per class and keeps only trait-satisfying choices", () => {

@@ -4,7 +4,9 @@
  * isolate by data.
  */
 import { randomUUID } from "node:crypto";
-import { startHarness, type Harness } from "../support/harness.js";
+import { expect } from "vitest";
+import type { CandidatesPath } from "../../src/services/candidates/service.js";
+import { startHarness, type Harness, type TestResponse } from "../support/harness.js";
 
 export interface Inv {
   total: number;
@@ -56,8 +58,12 @@ export class Data {
     );
   }
 
-  async trait(p: Provider, name: string): Promise<void> {
+  async defineTrait(name: string): Promise<void> {
     await this.t.sql(`INSERT INTO traits (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, [name]);
+  }
+
+  async trait(p: Provider, name: string): Promise<void> {
+    await this.defineTrait(name);
     await this.t.sql(
       `INSERT INTO resource_provider_traits (resource_provider_id, trait_id) SELECT $1, id FROM traits WHERE name = $2`,
       [p.id, name],
@@ -96,4 +102,28 @@ export const custom = (prefix: string): string => `CUSTOM_${prefix}_${randomUUID
 export async function startData(): Promise<{ t: Harness; d: Data }> {
   const t = await startHarness();
   return { t, d: new Data(t) };
+}
+
+/** The paths that can answer on a flat cloud (the general plan answers any cloud). */
+export const FLAT_CLOUD_PATHS = ["flat-statement", "flat-source", "general"] as const satisfies readonly CandidatesPath[];
+
+/**
+ * GET /allocation_candidates?query through each of `paths` in turn (each an
+ * app forcing it), asserting they answer alike: the same bytes, or the same
+ * error status and detail. Returns the first path's answer.
+ */
+export function everyPath(t: Harness, paths: readonly CandidatesPath[] = FLAT_CLOUD_PATHS) {
+  const via = paths.map((forcePath) => ({ forcePath, request: t.requestVia({ forcePath }) }));
+  return async (query: string, version = "latest"): Promise<TestResponse> => {
+    const answers = [];
+    for (const { request } of via) answers.push(await request("GET", `/allocation_candidates?${query}`, { version }));
+    const [first, ...rest] = answers;
+    for (let i = 0; i < rest.length; i++) {
+      const what = `${via[i + 1].forcePath} against ${via[0].forcePath} for ${query} at ${version}`;
+      expect(rest[i].status, what).toBe(first.status);
+      if (first.status === 200) expect(rest[i].text, what).toBe(first.text);
+      else expect(rest[i].body?.errors?.[0]?.detail, what).toBe(first.body?.errors?.[0]?.detail);
+    }
+    return first;
+  };
 }

@@ -1,30 +1,42 @@
 /**
  * GET /allocation_candidates against real PostgreSQL, data inserted straight
  * into the tables. Every test uses its own custom resource classes and traits,
- * so tests see only their own providers.
+ * so tests see only their own providers. Each test says which path answers:
+ * on a cloud of single providers ("single providers", "traits and
+ * aggregates", a database that never gets a tree) every path that can answer
+ * a flat cloud, which must agree byte for byte; on trees and sharing
+ * providers the general plan, forced, whatever ran before.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Harness } from "../support/harness.js";
-import { custom, startData, type Data } from "./data.js";
+import { custom, everyPath, startData, type Data } from "./data.js";
 
 let t: Harness;
 let d: Data;
-beforeAll(async () => void ({ t, d } = await startData()));
-afterAll(async () => t.close());
+let flat: { t: Harness; d: Data };
+let general: Harness["request"];
+let getFlat: ReturnType<typeof everyPath>;
+beforeAll(async () => {
+  ({ t, d } = await startData());
+  flat = await startData();
+  general = t.requestVia({ forcePath: "general" });
+  getFlat = everyPath(flat.t);
+});
+afterAll(async () => Promise.all([t.close(), flat.t.close()]));
 
-const get = (query: string, version = "latest") => t.request("GET", `/allocation_candidates?${query}`, { version });
+const get = (query: string, version = "latest") => general("GET", `/allocation_candidates?${query}`, { version });
 const providersOf = (areq: any) => Object.keys(areq.allocations).sort();
 
 describe("single providers", () => {
   it("returns one candidate per provider with room, and summaries with capacity and usage", async () => {
     const CPU = custom("CPU");
     const MEM = custom("MEM");
-    const a = await d.provider({ inventory: { [CPU]: 8, [MEM]: { total: 2048, reserved: 512 } } });
-    const b = await d.provider({ inventory: { [CPU]: 8, [MEM]: 1024 } });
-    await d.provider({ inventory: { [CPU]: 1, [MEM]: 4096 } }); // too few CPUs
-    await d.allocate(b, MEM, 512);
-    const res = await get(`resources=${CPU}:2,${MEM}:512`);
+    const a = await flat.d.provider({ inventory: { [CPU]: 8, [MEM]: { total: 2048, reserved: 512 } } });
+    const b = await flat.d.provider({ inventory: { [CPU]: 8, [MEM]: 1024 } });
+    await flat.d.provider({ inventory: { [CPU]: 1, [MEM]: 4096 } }); // too few CPUs
+    await flat.d.allocate(b, MEM, 512);
+    const res = await getFlat(`resources=${CPU}:2,${MEM}:512`);
     expect(res.status).toBe(200);
     expect(res.body.allocation_requests).toEqual([
       { allocations: { [a.uuid]: { resources: { [CPU]: 2, [MEM]: 512 } } }, mappings: { "": [a.uuid] } },
@@ -41,27 +53,27 @@ describe("single providers", () => {
 
   it("applies min_unit, max_unit, step_size and allocation ratio", async () => {
     const DISK = custom("DISK");
-    const ok = await d.provider({ inventory: { [DISK]: { total: 100, minUnit: 10, maxUnit: 50, stepSize: 10, ratio: 1.5 } } });
-    expect((await get(`resources=${DISK}:5`)).body.allocation_requests).toEqual([]);
-    expect((await get(`resources=${DISK}:15`)).body.allocation_requests).toEqual([]);
-    expect((await get(`resources=${DISK}:60`)).body.allocation_requests).toEqual([]);
-    const res = await get(`resources=${DISK}:50`);
+    const ok = await flat.d.provider({ inventory: { [DISK]: { total: 100, minUnit: 10, maxUnit: 50, stepSize: 10, ratio: 1.5 } } });
+    expect((await getFlat(`resources=${DISK}:5`)).body.allocation_requests).toEqual([]);
+    expect((await getFlat(`resources=${DISK}:15`)).body.allocation_requests).toEqual([]);
+    expect((await getFlat(`resources=${DISK}:60`)).body.allocation_requests).toEqual([]);
+    const res = await getFlat(`resources=${DISK}:50`);
     expect(res.body.allocation_requests.map(providersOf)).toEqual([[ok.uuid]]);
     expect(res.body.provider_summaries[ok.uuid].resources[DISK].capacity).toBe(150);
   });
 
   it("answers the pre-1.12 list shape and older summaries", async () => {
     const CPU = custom("CPU");
-    const p = await d.provider({ inventory: { [CPU]: 4 }, traits: [custom("T")] });
-    const res = await get(`resources=${CPU}:1`, "1.10");
+    const p = await flat.d.provider({ inventory: { [CPU]: 4 }, traits: [custom("T")] });
+    const res = await getFlat(`resources=${CPU}:1`, "1.10");
     expect(res.body.allocation_requests).toEqual([{ allocations: [{ resource_provider: { uuid: p.uuid }, resources: { [CPU]: 1 } }] }]);
     expect(res.body.provider_summaries[p.uuid]).toEqual({ resources: { [CPU]: { capacity: 4, used: 0 } } });
   });
 
   it("honours limit", async () => {
     const CPU = custom("CPU");
-    for (let i = 0; i < 5; i++) await d.provider({ inventory: { [CPU]: 4 } });
-    const res = await get(`resources=${CPU}:1&limit=2`);
+    for (let i = 0; i < 5; i++) await flat.d.provider({ inventory: { [CPU]: 4 } });
+    const res = await getFlat(`resources=${CPU}:1&limit=2`);
     expect(res.body.allocation_requests).toHaveLength(2);
     expect(Object.keys(res.body.provider_summaries)).toHaveLength(2);
   });
@@ -71,10 +83,10 @@ describe("traits and aggregates", () => {
   it("filters by required, forbidden and any-of traits", async () => {
     const CPU = custom("CPU");
     const [A, B, C] = [custom("A"), custom("B"), custom("C")];
-    const pa = await d.provider({ inventory: { [CPU]: 4 }, traits: [A] });
-    const pab = await d.provider({ inventory: { [CPU]: 4 }, traits: [A, B] });
-    const pc = await d.provider({ inventory: { [CPU]: 4 }, traits: [C] });
-    const uuids = async (q: string) => (await get(`resources=${CPU}:1&${q}`)).body.allocation_requests.flatMap(providersOf);
+    const pa = await flat.d.provider({ inventory: { [CPU]: 4 }, traits: [A] });
+    const pab = await flat.d.provider({ inventory: { [CPU]: 4 }, traits: [A, B] });
+    const pc = await flat.d.provider({ inventory: { [CPU]: 4 }, traits: [C] });
+    const uuids = async (q: string) => (await getFlat(`resources=${CPU}:1&${q}`)).body.allocation_requests.flatMap(providersOf);
     expect(await uuids(`required=${A}`)).toEqual([pa.uuid, pab.uuid]);
     expect(await uuids(`required=${A},!${B}`)).toEqual([pa.uuid]);
     expect(await uuids(`required=in:${B},${C}`)).toEqual([pab.uuid, pc.uuid]);
@@ -82,12 +94,12 @@ describe("traits and aggregates", () => {
   });
 
   it("rejects unknown traits and classes with Placement's messages", async () => {
-    const res = await get(`resources=${custom("NOPE")}:1`);
+    const res = await getFlat(`resources=${custom("NOPE")}:1`);
     expect(res.status).toBe(400);
     expect(res.body.errors[0].detail).toContain("Invalid resource class in resources parameter: No such resource class CUSTOM_NOPE");
     const CPU = custom("CPU");
-    await d.provider({ inventory: { [CPU]: 1 } });
-    const trait = await get(`resources=${CPU}:1&required=CUSTOM_NOT_THERE`);
+    await flat.d.provider({ inventory: { [CPU]: 1 } });
+    const trait = await getFlat(`resources=${CPU}:1&required=CUSTOM_NOT_THERE`);
     expect(trait.status).toBe(400);
     expect(trait.body.errors[0].detail).toContain("No such trait(s): CUSTOM_NOT_THERE.");
   });
@@ -95,10 +107,10 @@ describe("traits and aggregates", () => {
   it("filters by member_of, in:, repeated and forbidden aggregates", async () => {
     const CPU = custom("CPU");
     const [agg1, agg2] = [randomUUID(), randomUUID()];
-    const p1 = await d.provider({ inventory: { [CPU]: 4 }, aggregates: [agg1] });
-    const p12 = await d.provider({ inventory: { [CPU]: 4 }, aggregates: [agg1, agg2] });
-    const p0 = await d.provider({ inventory: { [CPU]: 4 } });
-    const uuids = async (q: string) => (await get(`resources=${CPU}:1&${q}`)).body.allocation_requests.flatMap(providersOf);
+    const p1 = await flat.d.provider({ inventory: { [CPU]: 4 }, aggregates: [agg1] });
+    const p12 = await flat.d.provider({ inventory: { [CPU]: 4 }, aggregates: [agg1, agg2] });
+    const p0 = await flat.d.provider({ inventory: { [CPU]: 4 } });
+    const uuids = async (q: string) => (await getFlat(`resources=${CPU}:1&${q}`)).body.allocation_requests.flatMap(providersOf);
     expect(await uuids(`member_of=${agg1}`)).toEqual([p1.uuid, p12.uuid]);
     expect(await uuids(`member_of=${agg1}&member_of=${agg2}`)).toEqual([p12.uuid]);
     expect(await uuids(`member_of=in:${agg2},${randomUUID()}`)).toEqual([p12.uuid]);

@@ -1,19 +1,25 @@
 /**
- * The flat fast path (no trees, no sharing providers in the database): one
- * SQL filter with the limit pushed down. This file's database never gets a
- * tree or a sharing provider, so every request here takes that path.
+ * Flat clouds (no trees, no sharing providers in the database): the one
+ * statement (flat-statement.ts), the engine's flat source (flat-source.ts, one
+ * filter with the limit pushed down, batch after batch) and the general plan
+ * all answer here, and every request goes through each of them (everyPath),
+ * which must agree byte for byte. This file's database never gets a tree or a
+ * sharing provider.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Harness } from "../support/harness.js";
-import { custom, startData, type Data } from "./data.js";
+import { custom, everyPath, startData, type Data } from "./data.js";
 
 let t: Harness;
 let d: Data;
-beforeAll(async () => void ({ t, d } = await startData()));
+let get: ReturnType<typeof everyPath>;
+beforeAll(async () => {
+  ({ t, d } = await startData());
+  get = everyPath(t);
+});
 afterAll(async () => t.close());
 
-const get = (query: string, version = "latest") => t.request("GET", `/allocation_candidates?${query}`, { version });
 const uuids = (res: { body: any }) => res.body.allocation_requests.map((a: any) => Object.keys(a.allocations)[0]);
 
 describe("flat deployments", () => {
@@ -69,13 +75,16 @@ describe("flat deployments", () => {
     expect(narrowed.body.provider_summaries[r.uuid].resources).toEqual({ [CPU]: { capacity: 4, used: 3 } });
   });
 
-  it("walks providers in batches until the limit is met", async () => {
+  it("walks providers in batches until the limit is met (the flat source, whose filter checks each group alone)", async () => {
+    // The flat source's filter passes every provider with room for one of each group; the merge then
+    // refuses the first 70, so batches sized from the limit come back empty until the walk passes them.
+    const walk = everyPath(t, ["flat-source", "general", "flat-statement"]);
     const CPU = custom("CPU");
     const made = [];
     for (let i = 0; i < 80; i++) made.push(await d.provider({ inventory: { [CPU]: 2 } }));
     // Two groups of 1 each fit everywhere except where a prior claim leaves only 1: those are skipped by the merge.
     for (const p of made.slice(0, 70)) await d.allocate(p, CPU, 1);
-    const res = await get(`resources=${CPU}:1&resources1=${CPU}:1&group_policy=none&limit=5`);
+    const res = await walk(`resources=${CPU}:1&resources1=${CPU}:1&group_policy=none&limit=5`);
     expect(uuids(res)).toEqual(made.slice(70, 75).map((p) => p.uuid));
     expect(Object.keys(res.body.provider_summaries)).toHaveLength(5);
   });
@@ -93,7 +102,8 @@ describe("flat deployments", () => {
       expect(estimate).toBe(6);
       // Four more than the estimate knows of: a limit of 6 must leave them out.
       for (let i = 0; i < 4; i++) await own.d.provider({ inventory: { [CPU]: 2 } });
-      const ask = (query: string) => own.t.request("GET", `/allocation_candidates?${query}`, { version: "latest" });
+      const statement = own.t.requestVia({ forcePath: "flat-statement" });
+      const ask = (query: string) => statement("GET", `/allocation_candidates?${query}`, { version: "latest" });
       const all = uuids(await ask(`resources=${CPU}:1`));
       expect(all).toHaveLength(10);
       const first = await ask(`resources=${CPU}:1&limit=6`); // the estimate is known from the request above: no LIMIT, sliced
@@ -110,7 +120,8 @@ describe("flat deployments", () => {
   it("keeps Placement's rule that a resourceless group needs a trait or aggregate filter", async () => {
     const [CPU, R] = [custom("CPU"), custom("R")];
     const p = await d.provider({ inventory: { [CPU]: 2 }, traits: [R] });
-    const res = await get(`resources=${CPU}:1&required_X=${R}&same_subtree=_X`);
+    // A resourceless group: the statement does not take it.
+    const res = await everyPath(t, ["flat-source", "general"])(`resources=${CPU}:1&required_X=${R}&same_subtree=_X`);
     expect(res.body.allocation_requests).toEqual([{ allocations: { [p.uuid]: { resources: { [CPU]: 1 } } }, mappings: { "": [p.uuid], _X: [p.uuid] } }]);
   });
 });

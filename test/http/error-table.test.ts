@@ -29,6 +29,8 @@ describe("the error table", () => {
     ["40P01", 409, "placement.concurrent_update"],
     ["40001", 409, "placement.concurrent_update"],
     ["57P01", 503, "placement.undefined_code"],
+    ["57P02", 503, "placement.undefined_code"],
+    ["25006", 503, "placement.undefined_code"],
     ["08006", 503, "placement.undefined_code"],
     ["ECONNREFUSED", 503, "placement.undefined_code"],
     ["22021", 400, "placement.undefined_code"],

@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHarness, type Harness } from "../support/harness.js";
 import { generationOf, makeProvider } from "./support.js";
-import { createProvider } from "../../src/services/providers.js";
+import { createProviderIn } from "../../src/services/providers.js";
 import { DuplicateProvider } from "../../src/services/errors.js";
 import { placementErrorFor } from "../../src/http/error-table.js";
 
@@ -102,7 +102,7 @@ describe("concurrent writers on one provider", () => {
     let inserted!: () => void;
     const firstInserted = new Promise<void>((resolve) => (inserted = resolve));
     const first = t.database.db.transaction(async (tx) => {
-      await createProvider(tx, { uuid: randomUUID(), name, parentProviderUuid: null });
+      await createProviderIn(tx, { uuid: randomUUID(), name, parentProviderUuid: null });
       inserted();
       await gate; // hold the uncommitted row while the second create runs its check
     });
@@ -110,7 +110,7 @@ describe("concurrent writers on one provider", () => {
     // The second check cannot see the uncommitted row; its insert waits on the index, then fails.
     // Its failure is caught at once: it can come while this test still awaits the first create.
     const second = t.database.db
-      .transaction((tx) => createProvider(tx, { uuid: randomUUID(), name, parentProviderUuid: null }))
+      .transaction((tx) => createProviderIn(tx, { uuid: randomUUID(), name, parentProviderUuid: null }))
       .then(() => undefined, (e: unknown) => e);
     await new Promise((r) => setTimeout(r, 200));
     release();

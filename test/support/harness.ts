@@ -13,6 +13,7 @@ import { testConfig, type Config } from "../../src/config.js";
 import { openDatabase, sessionLimits, type Database } from "../../src/db/database.js";
 import type { AppEnv } from "../../src/http/context.js";
 import { createLogger } from "../../src/log.js";
+import type { CandidatesServiceOptions } from "../../src/services/candidates/service.js";
 import { createTestDatabase, type TestDatabase } from "./database.js";
 
 export interface RequestOptions {
@@ -38,6 +39,11 @@ export interface Harness {
   url: string;
   config: Config;
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>;
+  /**
+   * Requests to another app over the same database, built with other
+   * candidates options (tests forcing each candidates path in turn).
+   */
+  requestVia(candidates: CandidatesServiceOptions): Harness["request"];
   /** Runs SQL straight against the test database (for invariant checks). */
   sql<T = any>(text: string, params?: unknown[]): Promise<T[]>;
   close(): Promise<void>;
@@ -52,7 +58,7 @@ export async function startHarness(options: { config?: Partial<Config>; poolSize
   const database = openDatabase(testDb.url, options.poolSize ?? 10, log, sessionLimits(config));
   const app = createApp({ db: database.db, config, log });
 
-  const request = async (method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> => {
+  const requester = (app: Hono<AppEnv>) => async (method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> => {
     const headers: Record<string, string> = { accept: "application/json" };
     if (opts.token !== null) headers["x-auth-token"] = opts.token ?? "admin";
     if (opts.version !== null) headers["openstack-api-version"] = `placement ${opts.version ?? "latest"}`;
@@ -72,6 +78,7 @@ export async function startHarness(options: { config?: Partial<Config>; poolSize
     }
     return { status: res.status, headers: res.headers, body: parsed, text };
   };
+  const request = requester(app);
 
   return {
     app,
@@ -79,6 +86,7 @@ export async function startHarness(options: { config?: Partial<Config>; poolSize
     url: testDb.url,
     config,
     request,
+    requestVia: (candidates) => requester(createApp({ db: database.db, config, log, candidates })),
     sql: async (text, params) => (await database.pool.query(text, params as unknown[])).rows,
     close: async () => {
       await database.close();

@@ -13,6 +13,9 @@
  * of after enumerating children^groups products.
  */
 
+import { canTakeSum } from "../rules/capacity.js";
+import { allowTogether } from "../rules/memberships.js";
+
 export interface ResourceRequest {
   providerId: number;
   resourceClassId: number;
@@ -60,25 +63,6 @@ export interface MergeRules {
   capacityOf: (providerId: number, resourceClassId: number) => Capacity | undefined;
 }
 
-/** True when the combined traits of `providers` satisfy every any-of set and none carries a forbidden trait. */
-export function satisfiesTraits(
-  providers: Iterable<number>,
-  traitsOf: (providerId: number) => ReadonlySet<number> | undefined,
-  required: number[][],
-  forbidden: ReadonlySet<number>,
-): boolean {
-  const all = new Set<number>();
-  for (const p of providers) {
-    const traits = traitsOf(p);
-    if (!traits) continue;
-    for (const t of traits) {
-      if (forbidden.has(t)) return false;
-      all.add(t);
-    }
-  }
-  return required.every((anyOf) => anyOf.some((t) => all.has(t)));
-}
-
 /**
  * The ways one tree can satisfy the unsuffixed group: one provider per
  * resource class (classes in id order, as Placement's product), where the
@@ -94,6 +78,7 @@ export function* spreadOptions(
   forbidden: ReadonlySet<number>,
 ): Generator<GroupOption> {
   const byTraits = required.length > 0 || forbidden.size > 0;
+  const traitExpr = { anyOf: required, forbidden: [...forbidden] };
   // A provider with a forbidden trait can never be part of a valid choice.
   const usable = (rr: ResourceRequest) => {
     if (forbidden.size === 0) return true;
@@ -109,7 +94,7 @@ export function* spreadOptions(
     const resources = ordered.map((rrs, i) => rrs[choice[i]]);
     const providers: number[] = [];
     for (const rr of resources) if (!providers.includes(rr.providerId)) providers.push(rr.providerId);
-    if (!byTraits || satisfiesTraits(providers, traitsOf, required, forbidden)) {
+    if (!byTraits || allowTogether(providers, traitsOf, traitExpr)) {
       yield { suffix, sameProvider: false, resources, providers: sortByKey(providers, (p) => p) };
     }
     // Advance the last class first, so options come in product order.
@@ -167,7 +152,7 @@ export function* mergeGroups(anchorRootId: number, options: GroupOption[][], rul
         if (c.providerId === rr.providerId && c.resourceClassId === rr.resourceClassId) total += c.amount;
       }
       const cap = rules.capacityOf(rr.providerId, rr.resourceClassId);
-      if (!cap || cap.used + total > cap.capacity || total > cap.maxUnit) return false;
+      if (!cap || !canTakeSum(cap, total)) return false;
     }
     return true;
   };
@@ -273,8 +258,8 @@ export function* roundRobin<T>(sources: Iterable<Iterator<T>>): Generator<T> {
  * or already in order. Array.prototype.sort copies into a scratch array on
  * every call: over the many 1-to-5-element lists a request sorts (each
  * option's providers, each class's providers per tree) that was the largest
- * source of garbage after the candidates themselves (heap sampling, 1,000
- * nested trees: 6 of 38 MB per request), and garbage here is time in GC.
+ * source of garbage after the candidates themselves (heap sampling), and
+ * garbage here is time in GC.
  */
 export function sortByKey<T>(items: T[], key: (item: T) => number): T[] {
   let sorted = true;

@@ -1,33 +1,23 @@
 /**
- * Provider filters as SQL conditions on a provider id column, shared by
- * GET /resource_providers and the flat fast path of the candidates engine.
+ * Provider filters as SQL conditions on a provider id column (the rules of
+ * ../rules/, wrapped for drizzle), shared by GET /resource_providers and the
+ * engine's flat source.
  * Each is a semi-join (or anti-join) PostgreSQL answers from the trait,
  * aggregate and inventory indexes, and, driven by the primary key
  * in id order under a LIMIT, stops as soon as enough providers matched.
  */
 import { sql, type SQL } from "drizzle-orm";
+import { canTakeOneSql } from "../rules/capacity.js";
+import { expressionSql, idsSql, type MembershipExpression } from "../rules/memberships.js";
 
-/**
- * Membership of a provider in a link table (traits or aggregates): for every
- * inner list at least one of its ids, and none of `forbidden`. The table and
- * column names are constants of this module, never input.
- */
-function membershipConditions(id: SQL, table: SQL, column: SQL, anyOfEach: number[][], forbidden: number[]): SQL[] {
-  const member = (ids: number[]) =>
-    sql`EXISTS (SELECT 1 FROM ${table} m WHERE m.resource_provider_id = ${id} AND m.${column} = ANY(${sql.param(ids)}::int[]))`;
-  const out = anyOfEach.map(member);
-  if (forbidden.length > 0) out.push(sql`NOT ${member(forbidden)}`);
-  return out;
+/** Has the traits of the expression (rules/memberships.ts), over the provider id column `idSql`. */
+export function traitConditions(idSql: string, e: MembershipExpression): SQL[] {
+  return expressionSql("traits", idSql, e, idsSql).map((c) => sql.raw(c));
 }
 
-/** Has, for every inner list, at least one of its traits; has none of `forbidden`. */
-export function traitConditions(id: SQL, required: number[][], forbidden: number[]): SQL[] {
-  return membershipConditions(id, sql.raw("resource_provider_traits"), sql.raw("trait_id"), required, forbidden);
-}
-
-/** Member of at least one aggregate of every inner list; of none of `forbidden`. */
-export function aggregateConditions(id: SQL, memberOf: number[][], forbidden: number[]): SQL[] {
-  return membershipConditions(id, sql.raw("resource_provider_aggregates"), sql.raw("aggregate_id"), memberOf, forbidden);
+/** Is in the aggregates of the expression (rules/memberships.ts), over the provider id column `idSql`. */
+export function aggregateConditions(idSql: string, e: MembershipExpression): SQL[] {
+  return expressionSql("aggregates", idSql, e, idsSql).map((c) => sql.raw(c));
 }
 
 /**
@@ -35,12 +25,10 @@ export function aggregateConditions(id: SQL, memberOf: number[][], forbidden: nu
  * (`inventories.used`, kept by triggers), and min_unit, max_unit and
  * step_size, as Placement checks them.
  */
-export function capacityCondition(id: SQL, resourceClassId: number, amount: number): SQL {
+export function capacityCondition(idSql: string, resourceClassId: number, amount: number): SQL {
   return sql`EXISTS (
-    SELECT 1 FROM inventories inv
-    WHERE inv.resource_provider_id = ${id} AND inv.resource_class_id = ${resourceClassId}
-      AND inv.min_unit <= ${amount} AND inv.max_unit >= ${amount} AND ${amount} % inv.step_size = 0
-      AND inv.used + ${amount} <= (inv.total - inv.reserved) * inv.allocation_ratio)`;
+    SELECT 1 FROM inventories inv, (SELECT ${amount}::int AS amount) r
+    WHERE inv.resource_provider_id = ${sql.raw(idSql)} AND inv.resource_class_id = ${resourceClassId} AND ${sql.raw(canTakeOneSql("inv", "r.amount"))})`;
 }
 
 /**
@@ -50,14 +38,12 @@ export function capacityCondition(id: SQL, resourceClassId: number, amount: numb
  * order under a LIMIT evaluates it provider by provider (three index probes of
  * inventories_provider_class_unique for three classes) and stops at the limit,
  * where the EXISTS form becomes hash semi-joins over every inventory of each
- * class (measured 35% slower at 10,000 providers with LIMIT 1,100).
+ * class, which costs more when the limit is met early.
  */
-export function capacityForAll(id: SQL, requests: Array<{ resourceClassId: number; amount: number }>): SQL {
+export function capacityForAll(idSql: string, requests: Array<{ resourceClassId: number; amount: number }>): SQL {
   const rcs = requests.map((r) => r.resourceClassId);
   const amounts = requests.map((r) => r.amount);
   return sql`(SELECT count(*) FROM inventories inv
               JOIN unnest(${sql.param(rcs)}::int[], ${sql.param(amounts)}::int[]) AS r(rc, amount) ON inv.resource_class_id = r.rc
-              WHERE inv.resource_provider_id = ${id}
-                AND inv.min_unit <= r.amount AND inv.max_unit >= r.amount AND r.amount % inv.step_size = 0
-                AND inv.used + r.amount <= (inv.total - inv.reserved) * inv.allocation_ratio) = ${requests.length}`;
+              WHERE inv.resource_provider_id = ${sql.raw(idSql)} AND ${sql.raw(canTakeOneSql("inv", "r.amount"))}) = ${requests.length}`;
 }

@@ -3,11 +3,11 @@
  * needs (providers, inventories with usage, traits), combine each anchor's
  * group options lazily (combine.ts), keep what the rules allow, stop at the
  * cap, and build the summaries of the trees the answer uses. The sources are
- * the general planner (engine.ts) and the flat path (flat.ts).
+ * the general plan (general-source.ts) and the flat source (flat-source.ts).
  */
 import type { Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
-import { candidateKey, mergeGroups, roundRobin, shuffle, type Candidate, type GroupOption } from "./combine.js";
+import { candidateKey, mergeGroups, roundRobin, shuffle, sortByKey, type Candidate, type GroupOption } from "./combine.js";
 import { loadTrees, type TreeData, type TreeInventory, type TreeProvider } from "./sql.js";
 
 export interface EngineOptions {
@@ -22,11 +22,11 @@ export interface EngineOptions {
    * them (not with randomize, which shuffles the whole list): the caller can
    * render it at once, so a huge answer is never held as objects.
    */
-  onCandidate?: (candidate: Candidate, names: Names) => void;
+  onCandidate?: (candidate: Candidate, names: NamesById) => void;
 }
 
 /** Lookups from ids to the names a response shows. */
-export interface Names {
+export interface NamesById {
   uuidOf: (providerId: number) => string;
   resourceClassName: (id: number) => string;
 }
@@ -37,7 +37,7 @@ export interface ProviderSummary {
   traits: string[];
 }
 
-export interface CandidatesResult extends Names {
+export interface CandidatesResult extends NamesById {
   /** The candidates, unless they went to `onCandidate`. */
   candidates: Candidate[];
   count: number;
@@ -131,7 +131,7 @@ export async function generate(
   let count = 0;
   const used = new Set<number>();
   const sink = opts.randomize ? undefined : opts.onCandidate;
-  const names: Names = { uuidOf: (id) => providers.get(id)!.uuid, resourceClassName: (id) => rcNames.get(id)! };
+  const names: NamesById = { uuidOf: (id) => providers.get(id)!.uuid, resourceClassName: (id) => rcNames.get(id)! };
   const seen = new Set<string>();
   const take = (c: Candidate): boolean => {
     if (excludeNested) {
@@ -204,7 +204,8 @@ export async function generate(
   const summaries: ProviderSummary[] = [...providers.values()]
     .filter((p) => (excludeNested ? used.has(p.id) : usedRoots.has(p.rootId)))
     .sort((a, b) => a.id - b.id)
-    .map((p) => ({ provider: p, inventories: byProvider.get(p.id) ?? [], traits: traitNames.get(p.id) ?? [] }));
+    // Inventories in class id order, as every path shows them.
+    .map((p) => ({ provider: p, inventories: sortByKey(byProvider.get(p.id) ?? [], (inv) => inv.resourceClassId), traits: traitNames.get(p.id) ?? [] }));
 
   return {
     candidates: out,

@@ -19,6 +19,7 @@
  * Usage is never kept: it changes with every claim and every DELETE.
  */
 import type pg from "pg";
+import { capacitySql } from "../rules/capacity.js";
 
 export interface ProviderDetails {
   uuid: string;
@@ -40,6 +41,7 @@ const MAX_ENTRIES = 200_000;
  */
 export const DETAILS_KEY_SQL = (alias: string) => `count(*) || ' ' || max(${alias}.details_version)`;
 
+/** One per candidates service (so per app: two apps in one process, as in tests, never share one). */
 export class ProviderDetailsCache {
   private readonly entries = new Map<number, { key: string; details: ProviderDetails }>();
 
@@ -70,15 +72,6 @@ export class ProviderDetailsCache {
   }
 }
 
-/** One copy per database handle: two apps in one process (tests) never share one. */
-const caches = new WeakMap<object, ProviderDetailsCache>();
-
-export function detailsCacheFor(db: object): ProviderDetailsCache {
-  let cache = caches.get(db);
-  if (!cache) caches.set(db, (cache = new ProviderDetailsCache()));
-  return cache;
-}
-
 /** Uuid, capacities and traits of the given providers, with their keys; one round trip. */
 async function readDetails(run: Runner, ids: number[]): Promise<Map<number, { key: string; details: ProviderDetails }>> {
   const result = await run.query<[number, string, string, string | null, string | null]>({
@@ -89,8 +82,7 @@ async function readDetails(run: Runner, ids: number[]): Promise<Map<number, { ke
            FROM resource_providers rp
            CROSS JOIN LATERAL (
              SELECT ${DETAILS_KEY_SQL("i")} AS key,
-                    string_agg(i.resource_class_id || ' ' || floor((i.total - i.reserved) * i.allocation_ratio)::bigint, ' '
-                               ORDER BY i.resource_class_id) AS capacities
+                    string_agg(i.resource_class_id || ' ' || ${capacitySql("i")}, ' ' ORDER BY i.resource_class_id) AS capacities
              FROM inventories i WHERE i.resource_provider_id = rp.id) inv
            WHERE rp.id = ANY($1::int[])`,
     values: [ids],

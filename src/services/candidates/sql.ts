@@ -2,18 +2,15 @@
  * The set-based reads of the candidates engine. Each function is one query
  * over whole sets of providers (never one query per provider), so a request
  * costs a handful of round trips whatever the number of providers:
- * lookupNames, memberships, (sharingAnchors, providerByUuid, rootsOf when
- * needed), then per batch of trees nextRoots and one loadTrees, whose
- * inventories the engine checks for capacity itself (the batch needs them
- * all for summaries and combining anyway). (Without trees and sharing
- * providers flat.ts replaces the batches with a single filter; see
- * conditions.ts.)
+ * lookupNames, memberships, (sharingAnchors, rootsOf when needed), then per
+ * batch of trees nextRoots and one loadTrees, whose inventories the engine
+ * checks for capacity itself (the batch needs them all for summaries and
+ * combining anyway). On a flat cloud flat-source.ts replaces the batches with
+ * a single filter (conditions.ts).
  *
- * Plans on PostgreSQL 15 with the migration's indexes (EXPLAIN ANALYZE on the
- * benchmark data, 1,000 compute nodes, nested variant: 5,020 providers):
- * - lookupNames: four index scans (resource_classes_name_key, traits_name_key,
- *   aggregates_uuid_key) and resource_providers_parent_provider_id_idx with
- *   LIMIT 1; under 1 ms.
+ * Plans on PostgreSQL 15 with the migration's indexes:
+ * - lookupNames: index scans of the name and uuid keys, and
+ *   resource_providers_parent_provider_id_idx with LIMIT 1.
  * - memberships: index scans of resource_provider_traits_trait_id_idx and
  *   resource_provider_aggregates_aggregate_id_idx for only the traits and
  *   aggregates the request names.
@@ -22,53 +19,63 @@
  *   (a range over the batch's root ids plus `= ANY`, which the planner
  *   underestimates on purpose), then index joins to inventories
  *   (inventories_provider_class_unique) and resource_provider_traits (primary
- *   key): 10,000 nested nodes, a batch of 64 trees 4.5 ms, of 300 14 ms;
- *   1,000 nested nodes, all 1,000 trees about 24 ms, most of it formatting
- *   the texts.
- *   (Capacity as its own query, joined to the batch's trees through an
- *   `= ANY(roots)` filter, ran as 25,000 index probes in 30 to 80 ms: the
+ *   key); most of its time is formatting the texts.
+ *   Capacity is not a query of its own joined to the batch's trees: the
  *   planner estimates the join of a few request rows with inventories at one
- *   row.)
+ *   row and runs it as an index probe per inventory.
  * Usage is `inventories.used`, which triggers keep equal to the sum of the
  * allocations (migration inventory_usage_triggers): neither read touches
  * `allocations`, so their cost does not grow with the number of allocations.
  */
 import { sql } from "drizzle-orm";
 import type { Queryable } from "../../db/database.js";
+import { capacityOf } from "../rules/capacity.js";
+import { readShapeRow, SHAPE_ROWS, type CloudShape } from "./cloud-shape.js";
 
 async function rows<T>(tx: Queryable, query: ReturnType<typeof sql>): Promise<T[]> {
   const result = await tx.execute(query);
   return result.rows as T[];
 }
 
-export interface NameLookup {
+/** The ids of the names a request gives (each map absent the unknown ones), and the cloud's shape. */
+export interface IdsByName extends CloudShape {
   resourceClasses: Map<string, number>;
   traits: Map<string, number>;
   aggregates: Map<string, number>;
-  /** Whether some provider has a parent: without trees simpler paths apply. */
-  hasTrees: boolean;
-  /** Whether some provider shares its inventory through aggregates (has MISC_SHARES_VIA_AGGREGATE). */
-  hasSharing: boolean;
+  /** in_tree provider uuid to its root's id. */
+  treeRoots: Map<string, number>;
 }
 
-/** Ids of the named classes, traits and aggregates (absent when unknown), and whether trees exist, in one round trip. */
-export async function lookupNames(tx: Queryable, classes: string[], traitNames: string[], aggregateUuids: string[]): Promise<NameLookup> {
+/** Ids of the named classes, traits, aggregates and in_tree providers, and the cloud's shape, in one round trip. */
+export async function lookupNames(
+  tx: Queryable,
+  classes: string[],
+  traitNames: string[],
+  aggregateUuids: string[],
+  inTreeUuids: string[] = [],
+): Promise<IdsByName> {
   const found = await rows<{ kind: string; id: number; name: string }>(
     tx,
     sql`SELECT 'c' AS kind, id, name FROM resource_classes WHERE name = ANY(${sql.param(classes)}::varchar[])
         UNION ALL SELECT 't', id, name FROM traits WHERE name = ANY(${sql.param(traitNames)}::varchar[])
         UNION ALL SELECT 'a', id, uuid FROM aggregates WHERE uuid = ANY(${sql.param(aggregateUuids)}::varchar[])
-        UNION ALL (SELECT 'n', id, '' FROM resource_providers WHERE parent_provider_id IS NOT NULL LIMIT 1)
-        UNION ALL (SELECT 's', rpt.resource_provider_id, '' FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id
-                   WHERE t.name = 'MISC_SHARES_VIA_AGGREGATE' LIMIT 1)`,
+        UNION ALL SELECT 'r', root_provider_id, uuid FROM resource_providers WHERE uuid = ANY(${sql.param(inTreeUuids)}::varchar[])
+        UNION ALL ${sql.raw(SHAPE_ROWS)}`,
   );
-  const out: NameLookup = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), hasTrees: false, hasSharing: false };
+  const out: IdsByName = {
+    resourceClasses: new Map(),
+    traits: new Map(),
+    aggregates: new Map(),
+    treeRoots: new Map(),
+    hasTrees: false,
+    hasSharing: false,
+  };
   for (const r of found) {
     if (r.kind === "c") out.resourceClasses.set(r.name, r.id);
     else if (r.kind === "t") out.traits.set(r.name, r.id);
     else if (r.kind === "a") out.aggregates.set(r.name, r.id);
-    else if (r.kind === "n") out.hasTrees = true;
-    else out.hasSharing = true;
+    else if (r.kind === "r") out.treeRoots.set(r.name, r.id);
+    else readShapeRow(r.kind, out);
   }
   return out;
 }
@@ -138,14 +145,6 @@ export async function rootsOf(tx: Queryable, ids: number[]): Promise<Map<number,
   return new Map(found.map((r) => [r.id, r.root]));
 }
 
-export async function providerByUuid(tx: Queryable, uuid: string): Promise<{ id: number; rootId: number } | undefined> {
-  const found = await rows<{ id: number; root: number }>(
-    tx,
-    sql`SELECT id, root_provider_id AS root FROM resource_providers WHERE uuid = ${uuid}`,
-  );
-  return found[0] ? { id: found[0].id, rootId: found[0].root } : undefined;
-}
-
 export interface TreeProvider {
   id: number;
   uuid: string;
@@ -164,10 +163,6 @@ export interface TreeInventory {
   stepSize: number;
 }
 
-/** Whether `inv` can take `amount` more: Placement's capacity, min_unit, max_unit and step_size checks. */
-export const canTake = (inv: TreeInventory, amount: number): boolean =>
-  inv.used + amount <= inv.capacity && amount >= inv.minUnit && amount <= inv.maxUnit && amount % inv.stepSize === 0;
-
 export interface TreeData {
   /** In id order. */
   providers: TreeProvider[];
@@ -181,10 +176,10 @@ export interface TreeData {
  * the combination need, in one round trip: providers, inventories with their
  * usage, traits, and every class's name. Each comes as one
  * space-separated text (uuids and trait and class names hold no spaces)
- * rather than as rows: for 1,000 nested trees (13,000 rows) the driver's
- * parsing of rows into objects cost about 40 ms of the server's busy core;
- * reading the texts (Words) costs a few ms. Formatting them is most of the
- * statement's time in PostgreSQL, as formatting rows was.
+ * rather than as rows: the driver's parsing of thousands of rows into
+ * objects cost several times more of the server's busy core than reading
+ * the texts (Words). Formatting them is most of the statement's time in
+ * PostgreSQL, as formatting rows was.
  */
 export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeData> {
   if (rootIds.length === 0) return { providers: [], inventories: [], traits: new Map() };
@@ -193,8 +188,8 @@ export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeD
   const [found] = await rows<{ p: string | null; i: string | null; t: string | null; c: string | null }>(
     tx,
     // The range is redundant but for the planner: it makes the estimate small, so a batch of a few
-    // hundred trees among 10,000 is read through indexes (10,000 nested nodes, 300 trees:
-    // 100 -> 14 ms) where `= ANY` alone gave sequential scans and hash joins over every table.
+    // hundred trees among thousands is read through indexes, where `= ANY` alone gave sequential
+    // scans and hash joins over every table.
     sql`WITH p AS NOT MATERIALIZED (
           SELECT id, uuid, parent_provider_id, root_provider_id FROM resource_providers
           WHERE root_provider_id BETWEEN ${lowest} AND ${highest}
@@ -227,8 +222,8 @@ export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeD
       providerId,
       resourceClassId,
       resourceClass: classNames.get(resourceClassId)!,
-      // Placement's capacity: int((total - reserved) * allocation_ratio); float8 text is exact.
-      capacity: Math.floor((total - reserved) * Number(i.word())),
+      // float8 text is exact.
+      capacity: capacityOf({ total, reserved, allocationRatio: Number(i.word()) }),
       used: i.int(),
       minUnit: i.int(),
       maxUnit: i.int(),
@@ -248,8 +243,8 @@ export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeD
 
 /**
  * Reads a space-separated text word by word, integers straight from the
- * characters: split(" ") made a string of every number (80,000 for 1,000
- * nested trees), which the collector then had to sweep.
+ * characters: split(" ") made a string of every number, which the collector
+ * then had to sweep.
  */
 class Words {
   private at = 0;

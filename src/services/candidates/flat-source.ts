@@ -1,8 +1,9 @@
 /**
- * The engine's path for deployments without trees and without sharing
+ * The engine's source for clouds without trees and without sharing
  * providers (every provider is a tree of one, which is most clouds), for the
- * requests flat-sql.ts's single statement does not take (randomize,
- * resourceless groups, isolate of granular groups): every request
+ * requests the one statement of flat-statement.ts does not take (resourceless
+ * groups, isolate of granular groups) and for callers reading inside a
+ * transaction of their own (claims): every request
  * group must then be satisfied by the anchor itself, so the whole filter
  * (capacity for every group's classes, every group's traits and aggregates,
  * root_required, in_tree) is one SQL query over resource_providers in id
@@ -13,10 +14,11 @@ import { and, sql, type SQL } from "drizzle-orm";
 import type { Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
 import type { GroupOption } from "./combine.js";
+import { inTreeSql, rootTraitExpression } from "../rules/trees.js";
 import { aggregateConditions, capacityForAll, traitConditions } from "./conditions.js";
-import { loadTrees, type NameLookup, type TreeData } from "./sql.js";
+import { loadTrees, type IdsByName, type TreeData } from "./sql.js";
 
-const RP_ID = sql.raw("rp.id");
+const RP_ID = "rp.id";
 
 export interface FlatPlan {
   /** Matching providers after `afterId`, in id order, at most `count` (all when undefined), with their trees loaded. */
@@ -29,7 +31,7 @@ export interface FlatPlan {
 type OptionsAt = (anchor: number) => GroupOption[][];
 
 /** The flat plan, or undefined when the request cannot match at all (Placement's early "no candidates"). */
-export function planFlat(tx: Queryable, query: CandidatesQuery, names: NameLookup, treeRoots: Map<string, number>): FlatPlan | undefined {
+export function planFlat(tx: Queryable, query: CandidatesQuery, names: IdsByName, treeRoots: Map<string, number>): FlatPlan | undefined {
   const { groups, params } = query;
   const rc = (name: string) => names.resourceClasses.get(name)!;
   const trait = (name: string) => names.traits.get(name)!;
@@ -43,13 +45,14 @@ export function planFlat(tx: Queryable, query: CandidatesQuery, names: NameLooku
   for (const g of groups) {
     if (g.resources.size === 0 && g.traits.required.length === 0 && g.aggregates.memberOf.length === 0) return undefined;
     for (const [name, amount] of g.resources) requests.push({ resourceClassId: rc(name), amount });
-    conditions.push(...traitConditions(RP_ID, g.traits.required.map((l) => l.map(trait)), [...g.traits.forbidden].map(trait)));
-    conditions.push(...aggregateConditions(RP_ID, g.aggregates.memberOf.map(aggs), aggs(g.aggregates.forbidden)));
+    conditions.push(...traitConditions(RP_ID, { anyOf: g.traits.required.map((l) => l.map(trait)), forbidden: [...g.traits.forbidden].map(trait) }));
+    conditions.push(...aggregateConditions(RP_ID, { anyOf: g.aggregates.memberOf.map(aggs), forbidden: aggs(g.aggregates.forbidden) }));
     const root = treeRoots.get(g.suffix);
     // As Placement, in_tree narrows only groups that ask for resources.
-    if (root !== undefined && g.resources.size > 0) conditions.push(sql`rp.id = ${root}`);
+    if (root !== undefined && g.resources.size > 0) conditions.push(sql.raw(inTreeSql(RP_ID, String(root))));
   }
-  conditions.push(...traitConditions(RP_ID, params.rootRequired.map((t) => [trait(t)]), params.rootForbidden.map(trait)));
+  // A flat provider is its own root.
+  conditions.push(...traitConditions(RP_ID, rootTraitExpression(params.rootRequired.map(trait), params.rootForbidden.map(trait))));
   if (requests.length > 0) conditions.push(capacityForAll(RP_ID, requests));
   // Each group's single option at an anchor: the anchor itself. Amounts of one class asked by several
   // groups add up on the one provider; the merge checks the sum.
@@ -66,7 +69,7 @@ export function planFlat(tx: Queryable, query: CandidatesQuery, names: NameLooku
     next: async (afterId, count) => {
       const limit = count === undefined ? sql`` : sql`LIMIT ${count}`;
       // Two statements, not one: folded into a single CTE the planner misjudges the anchors as one row
-      // and both plans and runs the tree load slower than the two round trips (measured).
+      // and both plans and runs the tree load slower than the two round trips cost.
       const result = await tx.execute(
         sql`SELECT rp.id FROM resource_providers rp WHERE ${and(sql`rp.id > ${afterId}`, ...conditions)} ORDER BY rp.id ${limit}`,
       );

@@ -3,15 +3,15 @@
  * (required/forbidden traits, member_of, resources capacity) as SQL
  * conditions on `resource_providers.id`, so the list stays one query.
  */
-import { sql, type SQL } from "drizzle-orm";
-import type { Queryable } from "../../db/database.js";
-import { ClassNotFound, TraitNotFound } from "../errors.js";
-import type { ProviderListFilters } from "../../query/provider-filters.js";
-import { unique } from "../../query/values.js";
-import { aggregateConditions, capacityCondition, traitConditions } from "./conditions.js";
-import { lookupNames } from "./sql.js";
+import type { SQL } from "drizzle-orm";
+import type { Queryable } from "../db/database.js";
+import type { ProviderListFilters } from "../query/provider-filters.js";
+import { unique } from "../query/values.js";
+import { aggregateConditions, capacityCondition, traitConditions } from "./candidates/conditions.js";
+import { lookupNames } from "./candidates/sql.js";
+import { ClassNotFound, TraitNotFound } from "./errors.js";
 
-const RP_ID = sql.raw("resource_providers.id");
+const RP_ID = "resource_providers.id";
 
 export async function providerFilterConditions(q: Queryable, filters: ProviderListFilters): Promise<SQL[]> {
   const traitNames = filters.traits ? unique([...filters.traits.required.flat(), ...filters.traits.forbidden]) : [];
@@ -25,12 +25,12 @@ export async function providerFilterConditions(q: Queryable, filters: ProviderLi
     const missing = traitNames.filter((n) => !names.traits.has(n));
     if (missing.length > 0) throw new TraitNotFound(missing, "required");
     const id = (t: string) => names.traits.get(t)!;
-    conditions.push(...traitConditions(RP_ID, filters.traits.required.map((l) => l.map(id)), [...filters.traits.forbidden].map(id)));
+    conditions.push(...traitConditions(RP_ID, { anyOf: filters.traits.required.map((l) => l.map(id)), forbidden: [...filters.traits.forbidden].map(id) }));
   }
   if (filters.aggregates) {
     // Unknown aggregates match nothing: a list of only unknown ones filters everything out, as in Placement.
     const ids = (uuids: Iterable<string>) => [...uuids].map((u) => names.aggregates.get(u)).filter((a): a is number => a !== undefined);
-    conditions.push(...aggregateConditions(RP_ID, filters.aggregates.memberOf.map(ids), ids(filters.aggregates.forbidden)));
+    conditions.push(...aggregateConditions(RP_ID, { anyOf: filters.aggregates.memberOf.map(ids), forbidden: ids(filters.aggregates.forbidden) }));
   }
   for (const [name, amount] of filters.resources ?? []) {
     const rc = names.resourceClasses.get(name);

@@ -1,51 +1,43 @@
 /**
- * The flat fast path: name lookup, the "is this deployment flat?" check, the
- * filter and each matching provider's usage in one statement, with no
- * transaction around it (one statement is one snapshot). Each candidate's
- * uuid, capacities and traits come from provider-details.ts, which reads them
- * only for providers it has not seen at their current generation. It runs as
- * a named (prepared) statement, so PostgreSQL plans each request shape once
- * per connection and then keeps a generic plan.
+ * The one-statement plan for flat clouds: name lookup, the "is this cloud
+ * flat?" check (cloud-shape.ts), the filter and each matching provider's
+ * usage in one statement, with no transaction around it (one statement is
+ * one snapshot). Each candidate's uuid, capacities and traits come from
+ * provider-details.ts, which reads them only for providers it has not seen
+ * at their current version. It runs as a named (prepared) statement, so
+ * PostgreSQL plans each request shape once per connection and then keeps a
+ * generic plan instead of planning at every request.
  *
- * Why it is fast (1,000 flat compute nodes, 2 cores, PostgreSQL 15; the
- * statement as the client sees it, p50; before this shape it also rendered
- * capacities and traits and summed allocations: plain 4.4 -> 2.5 ms, required
- * and forbidden traits 3.1 -> 1.5 ms, member_of 2.8 -> 0.5 ms):
+ * Why this shape:
  * - Capacity is one aggregation over `inventories` per provider, counting the
  *   requested classes that fit (`count(*) FILTER (...) >= n`), instead of a
  *   correlated check per provider and class. Usage is the row's own `used`
  *   column (kept by triggers on allocations), so no allocation is read: the
  *   cost does not grow with the number of allocations. The requested classes
- *   are a three-row CTE hash-joined to each inventory row.
+ *   are a small CTE hash-joined to each inventory row.
  * - Usage travels only where it is not zero ("classId used ..."), since it is
- *   the one part of a summary that changes without a generation bump.
+ *   the one part of a summary that changes without a version bump.
  * - Several groups asking for one class on the one provider are checked as
- *   Placement's merge does, in the same pass: per class the smallest amount
- *   against min_unit, their sum against max_unit and capacity, and their gcd
- *   against step_size (each amount is a multiple of step_size iff the gcd is).
+ *   Placement's merge does, in the same pass (rules/capacity.ts canTakeSql):
+ *   per class the smallest amount against min_unit, their sum against
+ *   max_unit and capacity, and their gcd against step_size.
  * - member_of is a condition `id = ANY(ARRAY(members))`, not a semi-join: the
  *   generic plan then reads the members' inventories by index instead of
- *   every inventory (10,000 nodes, member_of of 500: 9.6 -> 3.9 ms; a plan
- *   made per request, as before, cost 0.5-0.8 ms of planning at every
- *   request). Traits stay semi-joins: they usually match half the cloud, where
- *   the hash join is cheaper than 500 index probes (measured both ways).
+ *   every inventory. Traits stay semi-joins: they usually match half the
+ *   cloud, where a hash join is cheaper than an index probe per member.
  * - Each candidate's details key (provider-details.ts) is an aggregate of the
- *   same inventory rows, so no row of resource_providers is read (0.25 ms
- *   of join and 0.2 ms of timestamp formatting less than a key kept there).
- * - With a LIMIT the aggregation walks providers in order and stops early
- *   (10,000 nodes, limit=1000: 4.8 ms). Without one the text has no LIMIT
- *   clause at all, so it is another prepared statement: bound to NULL, a
- *   LIMIT parameter still made the generic plan walk in order through merge
- *   joins (traits: 2.3 ms, against 1.5 ms hashing).
- * The generic plan (EXPLAIN ANALYZE EXECUTE, plain request without limit, 1,000 nodes):
- *   Append
- *     -> CTE Scan on names        (classes, the asked-for names, 'n' and 's' by index)
- *     -> GroupAggregate (Group Key: inv.resource_provider_id, Filter: count(*) FILTER (...) >= 3)
- *          -> Sort -> Result (One-Time Filter: NOT (some provider has a parent or shares))
- *               -> Hash Left Join (CTE req) -> Seq Scan on inventories
- *   (with trait filters, a HashAggregate over hash semi and anti joins)
- *   Trait and aggregate filters join under the HashAggregate, so filtered-out
- *   providers are never aggregated.
+ *   same inventory rows, so no row of resource_providers is read.
+ * - With a LIMIT the aggregation walks providers in order and stops early.
+ *   Without one the text has no LIMIT clause at all, so it is another
+ *   prepared statement: bound to NULL, a LIMIT parameter still made the
+ *   generic plan walk in order through merge joins rather than hash. A limit
+ *   at least the number of providers (PostgreSQL's estimate) is left to a
+ *   slice for the same reason.
+ * The generic plan is an Append of the names CTE scan and a GroupAggregate
+ * (or, with trait filters, a HashAggregate over hash semi and anti joins)
+ * over inventories under a one-time filter "the cloud is flat"; trait and
+ * aggregate filters join under the aggregate, so filtered-out providers are
+ * never aggregated.
  * Rows: `k` 'c' (every resource class), 't'/'a' (a name asked for and its
  * id), 'n' (some provider has a parent), 's' (some provider shares), 'r' (an
  * in_tree provider and its root), 'e' (PostgreSQL's estimate of the number of
@@ -56,10 +48,13 @@ import type pg from "pg";
 import type { Db } from "../../db/database.js";
 import type { CandidatesQuery, RequestGroup } from "../../query/request-groups.js";
 import { unique } from "../../query/values.js";
-import type { NameLookup } from "./sql.js";
-import { DETAILS_KEY_SQL, detailsCacheFor, type ProviderDetails, type Runner } from "./provider-details.js";
-
-export const SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE";
+import { canTakeSql } from "../rules/capacity.js";
+import { amongMembersSql, expressionSql } from "../rules/memberships.js";
+import { inTreeSql, rootTraitExpression } from "../rules/trees.js";
+import { shuffle } from "./combine.js";
+import { isFlat, readShapeRow, SHAPE_ROWS, SHARING_TRAIT } from "./cloud-shape.js";
+import { DETAILS_KEY_SQL, type ProviderDetails, type ProviderDetailsCache, type Runner } from "./provider-details.js";
+import type { IdsByName } from "./sql.js";
 
 export interface FlatAnchor {
   /** The kept object itself (the same object until the provider changes), so renderers can key on it. */
@@ -69,21 +64,17 @@ export interface FlatAnchor {
 }
 
 export interface FlatAnswer {
-  names: NameLookup;
-  /** In_tree uuid to its root id. */
-  inTree: Map<string, number>;
+  /** The request's names; when the cloud turns out not flat (see cloud-shape.ts), nothing else. */
+  names: IdsByName;
   anchors: FlatAnchor[];
   /** Every resource class id to its name (the summaries name classes nobody asked for). */
   classNames: Map<number, string>;
 }
 
-/** Whether the one-statement path can answer this request (otherwise the general engine does). */
-export function flatEligible(query: CandidatesQuery, randomize: boolean): boolean {
-  const { groups, params } = query;
-  if (randomize) return false;
-  // Resourceless groups, and two granular groups under isolate, are rare: the engine handles them.
-  if (groups.some((g) => g.resources.size === 0)) return false;
-  return !(params.groupPolicy === "isolate" && groups.filter((g) => g.useSameProvider).length > 1);
+/** Whether the one statement can answer this request on a flat cloud (otherwise the engine does). */
+export function statementTakes(query: CandidatesQuery): boolean {
+  // Resourceless groups are rare: the engine handles them.
+  return !query.groups.some((g) => g.resources.size === 0);
 }
 
 /** Per requested class: smallest amount, sum, gcd (see the header). */
@@ -110,22 +101,34 @@ function poolOf(db: Db): pg.Pool {
   return pool;
 }
 
-/** Per database handle: PostgreSQL's estimate of the number of providers, as the last statement saw it. */
-const providerEstimates = new WeakMap<object, number>();
+/** What the statement keeps between requests (one per service, so per app). */
+export interface FlatStatementState {
+  details: ProviderDetailsCache;
+  /** PostgreSQL's estimate of the number of providers, as the last statement saw it. */
+  providerEstimate?: number;
+}
 
-export async function flatCandidates(db: Db, query: CandidatesQuery, limit: number | undefined): Promise<FlatAnswer> {
+/**
+ * The flat answer to `query`, at most `limit` candidates: the first in id
+ * order, or with `randomize` a random sample of them in random order.
+ */
+export async function flatCandidates(
+  db: Db,
+  state: FlatStatementState,
+  query: CandidatesQuery,
+  { limit, randomize }: { limit: number | undefined; randomize: boolean },
+): Promise<FlatAnswer> {
   // A limit of at least every provider (as PostgreSQL last estimated them) limits nothing: leave it to
-  // the slice below, so the statement is the hashing one rather than the walk in order that stops early
-  // (1,000 nodes, limit=1000: 3.3 -> 2.5 ms). An estimate that lags a growing cloud costs only time.
-  const estimate = providerEstimates.get(db);
-  const sqlLimit = limit !== undefined && estimate !== undefined && estimate >= 0 && limit >= estimate ? undefined : limit;
+  // the slice below, so the statement is the hashing one rather than a walk in order that stops early,
+  // which costs more when it must walk everything anyway. An estimate that lags a growing cloud costs only time.
+  const estimate = state.providerEstimate;
+  // A random sample is drawn from every candidate.
+  const sqlLimit = randomize || (limit !== undefined && estimate !== undefined && estimate >= 0 && limit >= estimate) ? undefined : limit;
   const { groups, params } = query;
   const values: unknown[] = [];
   const p = (v: unknown) => `$${values.push(v)}`;
   const ids = (kind: "t" | "a", names: Iterable<string>) => `ARRAY(SELECT id FROM names WHERE k = '${kind}' AND s = ANY(${p([...names])}::text[]))`;
   const ID = "inv.resource_provider_id";
-  const has = (table: "resource_provider_traits" | "resource_provider_aggregates", column: string, list: string) =>
-    `EXISTS (SELECT 1 FROM ${table} m WHERE m.resource_provider_id = ${ID} AND m.${column} = ANY(${list}))`;
 
   const traitNames = unique([...params.rootRequired, ...params.rootForbidden, ...groups.flatMap((g) => [...g.traits.required.flat(), ...g.traits.forbidden]), SHARING_TRAIT]);
   const aggUuids = unique(groups.flatMap((g) => [...g.aggregates.memberOf.flat(), ...g.aggregates.forbidden]));
@@ -133,22 +136,21 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, limit: numb
   const requests = classRequests(groups);
 
   const conditions: string[] = [];
-  const traitFilter = (required: string[][], forbidden: Iterable<string>) => {
-    for (const anyOf of required) conditions.push(has("resource_provider_traits", "trait_id", ids("t", anyOf)));
-    const f = [...forbidden];
-    if (f.length > 0) conditions.push(`NOT ${has("resource_provider_traits", "trait_id", ids("t", f))}`);
-  };
+  // Names are looked up by the statement itself (ids), so each list is an ARRAY over the names rows.
+  const traitFilter = (anyOf: string[][], forbidden: Iterable<string>) =>
+    conditions.push(...expressionSql("traits", ID, { anyOf, forbidden: [...forbidden] }, (list) => ids("t", list)));
   for (const g of groups) {
     traitFilter(g.traits.required, g.traits.forbidden);
-    // As an array of member ids, not a semi-join: the generic plan then starts from the members by index.
-    for (const anyOf of g.aggregates.memberOf) {
-      conditions.push(`${ID} = ANY(ARRAY(SELECT m.resource_provider_id FROM resource_provider_aggregates m WHERE m.aggregate_id = ANY(${ids("a", anyOf)})))`);
-    }
-    if (g.aggregates.forbidden.size > 0) conditions.push(`NOT ${has("resource_provider_aggregates", "aggregate_id", ids("a", g.aggregates.forbidden))}`);
+    for (const anyOf of g.aggregates.memberOf) conditions.push(amongMembersSql("aggregates", ID, ids("a", anyOf)));
+    conditions.push(...expressionSql("aggregates", ID, { anyOf: [], forbidden: [...g.aggregates.forbidden] }, (list) => ids("a", list)));
     // A flat provider is its own root.
-    if (g.inTree) conditions.push(`${ID} = (SELECT id FROM names WHERE k = 'r' AND s = ${p(g.inTree)}::text)`);
+    if (g.inTree) conditions.push(inTreeSql(ID, `(SELECT id FROM names WHERE k = 'r' AND s = ${p(g.inTree)}::text)`));
   }
-  traitFilter(params.rootRequired.map((t) => [t]), params.rootForbidden);
+  // A flat provider is its own root.
+  const root = rootTraitExpression(params.rootRequired, params.rootForbidden);
+  traitFilter(root.anyOf, root.forbidden);
+  // Two granular groups can never be isolated on a tree of one provider: the names are still looked up.
+  if (params.groupPolicy === "isolate" && groups.filter((g) => g.useSameProvider).length > 1) conditions.push("false");
 
   // The names' parameters come first so the text reads in order; the rest were pushed above.
   const head = [p(traitNames), p(aggUuids), p(inTreeUuids)];
@@ -157,9 +159,7 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, limit: numb
       SELECT 'c' AS k, id, name::text AS s FROM resource_classes
       UNION ALL SELECT 't', id, name::text FROM traits WHERE name = ANY(${head[0]}::varchar[])
       UNION ALL SELECT 'a', id, uuid::text FROM aggregates WHERE uuid = ANY(${head[1]}::varchar[])
-      UNION ALL (SELECT 'n', id, '' FROM resource_providers WHERE parent_provider_id IS NOT NULL LIMIT 1)
-      UNION ALL (SELECT 's', rpt.resource_provider_id, '' FROM resource_provider_traits rpt
-                 WHERE rpt.trait_id = (SELECT id FROM traits WHERE name = '${SHARING_TRAIT}') LIMIT 1)
+      UNION ALL ${SHAPE_ROWS}
       UNION ALL SELECT 'r', root_provider_id, uuid::text FROM resource_providers WHERE uuid = ANY(${head[2]}::varchar[])
       UNION ALL SELECT 'e', reltuples::int, '' FROM pg_class WHERE oid = 'resource_providers'::regclass
     ), req AS MATERIALIZED (
@@ -174,8 +174,7 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, limit: numb
       WHERE NOT EXISTS (SELECT 1 FROM names WHERE k IN ('n', 's'))
         ${conditions.map((c) => `AND ${c}`).join("\n        ")}
       GROUP BY ${ID}
-      HAVING count(*) FILTER (WHERE inv.min_unit <= r.lo AND inv.max_unit >= r.total AND r.g % inv.step_size = 0
-                                AND inv.used + r.total <= (inv.total - inv.reserved) * inv.allocation_ratio) >= ${p(requests.size)}::int
+      HAVING count(*) FILTER (WHERE ${canTakeSql("inv", { smallest: "r.lo", sum: "r.total", gcd: "r.g" })}) >= ${p(requests.size)}::int
       ORDER BY ${ID}${sqlLimit === undefined ? "" : ` LIMIT ${p(sqlLimit)}::bigint`}
     )
     SELECT k, id, s, NULL AS used FROM names
@@ -183,18 +182,19 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, limit: numb
     (SELECT 'x', a.id, a.key, a.used FROM anchor a ORDER BY a.id)`;
   // One prepared statement per request shape and connection; the name is the text's hash.
   const statement = { name: `ac_flat_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`, text, values, rowMode: "array" as const };
-  const cache = detailsCacheFor(db);
   const answer = async (run: Runner): Promise<FlatAnswer | undefined> => {
     const result = await run.query<unknown[]>(statement);
-    const { names, inTree, classNames, rows, providerEstimate } = readRows(result.rows);
-    if (providerEstimate !== undefined) providerEstimates.set(db, providerEstimate);
+    const { names, classNames, rows, providerEstimate } = readRows(result.rows);
+    if (providerEstimate !== undefined) state.providerEstimate = providerEstimate;
+    if (!isFlat(names)) return { names, anchors: [], classNames };
     // An unknown in_tree provider means no candidates at all, whichever group names it.
-    if (inTreeUuids.some((u) => !inTree.has(u))) rows.length = 0;
+    if (inTreeUuids.some((u) => !names.treeRoots.has(u))) rows.length = 0;
+    if (randomize) shuffle(rows);
     if (limit !== undefined && rows.length > limit) rows.length = limit;
-    const details = await cache.resolve(run, rows);
+    const details = await state.details.resolve(run, rows);
     if (!details) return undefined;
     const anchors = rows.map((r, i) => ({ details: details[i], used: r.used }));
-    return { names, inTree, anchors, classNames };
+    return { names, anchors, classNames };
   };
   const pool = poolOf(db);
   const first = await answer(pool);
@@ -217,8 +217,7 @@ export async function flatCandidates(db: Db, query: CandidatesQuery, limit: numb
 
 /** The statement's rows: names, the providers estimate, and each candidate's id, details key and usage. */
 function readRows(rows: unknown[][]) {
-  const names: NameLookup = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), hasTrees: false, hasSharing: false };
-  const inTree = new Map<string, number>();
+  const names: IdsByName = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), treeRoots: new Map(), hasTrees: false, hasSharing: false };
   const classNames = new Map<number, string>();
   const candidates: Array<{ id: number; key: string; used: Map<number, number> | undefined }> = [];
   let providerEstimate: number | undefined;
@@ -231,12 +230,11 @@ function readRows(rows: unknown[][]) {
     }
     else if (k === "t") names.traits.set(row[2] as string, row[1] as number);
     else if (k === "a") names.aggregates.set(row[2] as string, row[1] as number);
-    else if (k === "r") inTree.set(row[2] as string, row[1] as number);
+    else if (k === "r") names.treeRoots.set(row[2] as string, row[1] as number);
     else if (k === "e") providerEstimate = row[1] as number;
-    else if (k === "n") names.hasTrees = true;
-    else names.hasSharing = true;
+    else readShapeRow(k, names);
   }
-  return { names, inTree, classNames, rows: candidates, providerEstimate };
+  return { names, classNames, rows: candidates, providerEstimate };
 }
 
 /** "classId used classId used ..." (non-zero usage only) as a map. */

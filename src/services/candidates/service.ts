@@ -1,0 +1,184 @@
+/**
+ * The allocation candidates service: the one entry point of GET
+ * /allocation_candidates (answer) and of callers that select candidates
+ * inside a transaction of their own, such as POST /claims
+ * (candidatesInPreferenceOrder).
+ *
+ * It chooses the plan once per request, from the request and the cloud's
+ * shape (cloud-shape.ts):
+ * - "flat-statement" (flat-statement.ts): on a flat cloud, one prepared
+ *   statement outside any transaction answers the request whole, names,
+ *   shape check and candidates together; the body is written from it at once.
+ * - the engine (engine.ts) in one read-only repeatable-read snapshot, whose
+ *   name lookup sees the shape again and picks its source: "flat-source"
+ *   (flat-source.ts) on a flat cloud, "general" (general-source.ts) otherwise.
+ * A request on a cloud last seen nested goes straight to the engine; the flat
+ * statement's answer is thrown away only when the cloud has just changed shape.
+ * Either way the answer leaves through one sink (CandidatesSink), candidate by
+ * candidate as the engine finds them or whole from the flat statement.
+ *
+ * For POST /claims (issue 13), with the caller's own transaction:
+ *   candidatesInPreferenceOrder(tx: Queryable, query: CandidatesQuery,
+ *     opts: { nestedAware?: boolean (default true); maxCandidates?: number;
+ *             strategy?: "depth-first" | "breadth-first" })
+ *     : Promise<PreferredCandidate[]>
+ * or service.inPreferenceOrder(tx, query, { nestedAware }) with the app's
+ * configured cap and strategy; candidatesWithSummaries(tx, query, EngineOptions)
+ * gives the engine's whole result (candidates and provider summaries). Preference order is the order GET
+ * /allocation_candidates answers in without randomize (trees in id order,
+ * depth-first); `query.params.limit` stops the search early. Unknown names
+ * throw the same 400 errors as the GET. Every read goes through `tx`, so the
+ * candidates are those of the caller's snapshot.
+ */
+import type { Config } from "../../config.js";
+import type { Db, Queryable } from "../../db/database.js";
+import type { CandidatesQuery } from "../../query/request-groups.js";
+import { isFlat, ShapeHint } from "./cloud-shape.js";
+import type { Candidate } from "./combine.js";
+import { checkNames, findCandidates, type EngineOptions, type EnginePath } from "./engine.js";
+import { flatCandidates, statementTakes, type FlatAnswer, type FlatStatementState } from "./flat-statement.js";
+import type { CandidatesResult, NamesById } from "./generate.js";
+import { ProviderDetailsCache } from "./provider-details.js";
+
+export type CandidatesPath = "flat-statement" | EnginePath;
+
+/** Where an answer goes: the route's body writer, or anything else that renders candidates. */
+export interface CandidatesSink {
+  /** One allocation request from the engine, in answer order. */
+  candidate(candidate: Candidate, names: NamesById): void;
+  /** The engine is done: the summaries of every provider the candidates use. */
+  end(result: CandidatesResult): void;
+  /** A whole answer of the flat statement (each candidate one provider taking every group's resources). */
+  flat(answer: FlatAnswer): void;
+}
+
+export type CandidatesConfig = Pick<
+  Config,
+  "PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES" | "PLACEMENT_MAX_ALLOCATION_CANDIDATES" | "PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY"
+>;
+
+export interface CandidatesServiceOptions {
+  /**
+   * Tests only: answer every request by this path (a request it cannot take
+   * fails). The differential test forces each path over the same clouds.
+   */
+  forcePath?: CandidatesPath;
+}
+
+/** One claimable candidate: what to allocate from which provider, and which providers serve each group. */
+export interface PreferredCandidate {
+  /** In the answer's order: providers in order of first appearance, each provider's classes as the request gives them. */
+  allocations: Array<{ providerId: number; providerUuid: string; resourceClassId: number; resourceClass: string; amount: number }>;
+  /** Request group suffix ("" for the unsuffixed group) to the uuids of the providers serving it. */
+  mappings: Map<string, string[]>;
+}
+
+export class CandidatesService {
+  private readonly shape = new ShapeHint();
+  private readonly flatState: FlatStatementState = { details: new ProviderDetailsCache() };
+
+  constructor(
+    private readonly db: Db,
+    private readonly config: CandidatesConfig,
+    private readonly options: CandidatesServiceOptions = {},
+  ) {}
+
+  /**
+   * Answers GET /allocation_candidates into `sink`; `nestedAware` is
+   * microversion 1.29's. Returns the path that answered (undefined when the
+   * name lookups alone showed there is none).
+   */
+  async answer(query: CandidatesQuery, nestedAware: boolean, sink: CandidatesSink): Promise<CandidatesPath | undefined> {
+    const randomize = this.config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES;
+    const forced = this.options.forcePath;
+    const statement = forced ? forced === "flat-statement" : statementTakes(query) && this.shape.expectFlat();
+    if (statement) {
+      if (!statementTakes(query)) throw new Error("the flat statement cannot take this request");
+      const flat = await flatCandidates(this.db, this.flatState, query, { limit: this.cap(query), randomize });
+      checkNames(query, flat.names);
+      this.shape.saw(flat.names);
+      if (isFlat(flat.names)) {
+        sink.flat(flat);
+        return "flat-statement";
+      }
+      if (forced) throw new Error("the flat statement cannot answer a cloud with trees or sharing providers");
+    }
+    const { result, path, shape } = await this.db.transaction(
+      (tx) =>
+        findCandidates(tx, query, {
+          nestedAware,
+          randomize,
+          maxCandidates: this.config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+          strategy: this.config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
+          onCandidate: sink.candidate,
+          path: forced === "flat-statement" ? undefined : forced,
+        }),
+      // One snapshot: the narrowing queries and the tree loads must agree.
+      { isolationLevel: "repeatable read", accessMode: "read only" },
+    );
+    this.shape.saw(shape);
+    // With randomize the engine shuffles and returns the list instead of calling onCandidate.
+    for (const c of result.candidates) sink.candidate(c, result);
+    sink.end(result);
+    return path;
+  }
+
+  /** candidatesInPreferenceOrder with this app's cap and strategy. */
+  inPreferenceOrder(tx: Queryable, query: CandidatesQuery, opts: { nestedAware?: boolean } = {}): Promise<PreferredCandidate[]> {
+    return candidatesInPreferenceOrder(tx, query, {
+      ...opts,
+      maxCandidates: this.config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+      strategy: this.config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
+    });
+  }
+
+  /** The smaller of the request's limit and max_allocation_candidates (undefined: no cap). */
+  private cap(query: CandidatesQuery): number | undefined {
+    const max = this.config.PLACEMENT_MAX_ALLOCATION_CANDIDATES;
+    const cap = Math.min(query.params.limit ?? Infinity, max > 0 ? max : Infinity);
+    return Number.isFinite(cap) ? cap : undefined;
+  }
+}
+
+/**
+ * The engine's whole answer to `query` through the caller's `tx`: the
+ * candidates in preference order (unless `opts.onCandidate` takes them) and
+ * the summaries of the providers they use (POST /claims weighs them).
+ */
+export async function candidatesWithSummaries(tx: Queryable, query: CandidatesQuery, opts: EngineOptions): Promise<CandidatesResult> {
+  return (await findCandidates(tx, query, opts)).result;
+}
+
+/** The candidates of `query` in preference order, every read through the caller's `tx` (see the header). */
+export async function candidatesInPreferenceOrder(
+  tx: Queryable,
+  query: CandidatesQuery,
+  opts: { nestedAware?: boolean; maxCandidates?: number; strategy?: "depth-first" | "breadth-first" } = {},
+): Promise<PreferredCandidate[]> {
+  const out: PreferredCandidate[] = [];
+  await findCandidates(tx, query, {
+    nestedAware: opts.nestedAware ?? true,
+    randomize: false,
+    maxCandidates: opts.maxCandidates ?? -1,
+    strategy: opts.strategy ?? "depth-first",
+    onCandidate: (c, names) => out.push(preferred(c, names)),
+  });
+  return out;
+}
+
+function preferred(c: Candidate, names: NamesById): PreferredCandidate {
+  const providers: number[] = [];
+  for (const rr of c.resources) if (!providers.includes(rr.providerId)) providers.push(rr.providerId);
+  const allocations = providers.flatMap((p) =>
+    c.resources
+      .filter((rr) => rr.providerId === p)
+      .map((rr) => ({
+        providerId: p,
+        providerUuid: names.uuidOf(p),
+        resourceClassId: rr.resourceClassId,
+        resourceClass: names.resourceClassName(rr.resourceClassId),
+        amount: rr.amount,
+      })),
+  );
+  return { allocations, mappings: new Map(c.groups.map((o) => [o.suffix, o.providers.map(names.uuidOf)])) };
+}
