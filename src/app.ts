@@ -17,6 +17,7 @@ import { operationsRoutes } from "./routes/operations.js";
 import { databaseCheck, healthcheckHandler } from "./observe/healthcheck.js";
 import { requestLogger } from "./observe/request-log.js";
 import { sqlState } from "./db/sql-state.js";
+import { pastHandler, variesByMicroversion } from "./http/vary.js";
 import { rootRoutes } from "./routes/root.js";
 import { resourceProviderRoutes } from "./routes/resource-providers.js";
 import { inventoryRoutes } from "./routes/inventories.js";
@@ -79,7 +80,7 @@ export function createApp(given: AppDeps): Hono<AppEnv> {
   }
 
   app.notFound(() => {
-    throw new PlacementError(404, "");
+    throw pastHandler(new PlacementError(404, ""));
   });
 
   app.onError((err, c) => {
@@ -94,10 +95,12 @@ export function createApp(given: AppDeps): Hono<AppEnv> {
     const headers: Record<string, string> = { ...placementError.headers };
     if (version) {
       headers["openstack-api-version"] = `placement ${version.toString()}`;
-      headers.vary = "openstack-api-version";
+      if (variesByMicroversion(placementError)) headers.vary = "openstack-api-version";
     }
-    // Like Placement (webob), errors follow the Accept header: JSON, HTML or plain text.
-    const { contentType, text } = renderError(placementError, c.req.header("accept"), c.get("requestId"), includeCode);
+    // Like Placement (webob), errors follow the Accept header: JSON, HTML or
+    // plain text; webob answers HEAD with its HTML page whatever Accept says.
+    const accept = c.req.method === "HEAD" ? "text/html" : c.req.header("accept");
+    const { contentType, text } = renderError(placementError, accept, c.get("requestId"), includeCode);
     return c.body(text, placementError.status as 400, { ...headers, "content-type": contentType });
   });
 

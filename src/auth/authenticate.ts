@@ -9,7 +9,7 @@
  */
 import { ConfigError, type Config } from "../config.js";
 import type { AppContext } from "../http/context.js";
-import { PlacementError } from "../http/errors.js";
+import { PlacementError, WebobDefaultError } from "../http/errors.js";
 import type { Logger } from "../log.js";
 import { noauthIdentity, type Identity } from "./identity.js";
 import { IdentityServiceUnavailable, InvalidToken, KeystoneValidator } from "./keystone.js";
@@ -32,7 +32,8 @@ export function createAuthenticator(config: Config, log: Logger): Authenticator 
 
 async function noauth2(c: AppContext): Promise<Identity> {
   const token = c.req.header("x-auth-token");
-  if (!token) throw unauthorized('Keystone uri="unset"');
+  // Placement's NoAuthMiddleware returns a bare webob 401: webob's body, no challenge header.
+  if (!token) throw new WebobDefaultError(401, "");
   return noauthIdentity(token, {
     roles: c.req.header("x-roles"),
     projectId: c.req.header("x-project-id"),

@@ -205,7 +205,8 @@ export class KeystoneValidator {
     }
     const body = (await readJson(res)) as { token?: { expires_at?: string } } | undefined;
     const expiresAt = Date.parse(body?.token?.expires_at ?? "");
-    const until = Number.isFinite(expiresAt) ? expiresAt - 60_000 : this.now() + 5 * 60_000;
+    // Renewed a minute before it expires, or halfway through a shorter life.
+    const until = Number.isFinite(expiresAt) ? expiresAt - Math.min(60_000, (expiresAt - this.now()) / 2) : this.now() + 5 * 60_000;
     return { token, until };
   }
 

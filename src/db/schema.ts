@@ -102,7 +102,6 @@ export const inventories = pgTable(
     check("inventories_total_positive", sql`${t.total} >= 1`),
     check("inventories_reserved_range", sql`${t.reserved} >= 0 AND ${t.reserved} <= ${t.total}`),
     check("inventories_units_positive", sql`${t.minUnit} >= 1 AND ${t.maxUnit} >= 1 AND ${t.stepSize} >= 1`),
-    check("inventories_allocation_ratio_positive", sql`${t.allocationRatio} > 0`),
     check("inventories_used_nonnegative", sql`${t.used} >= 0`),
   ],
 );

@@ -7,14 +7,15 @@ import { parseJson, validateBody } from "./validation.js";
 /** Placement's wording when the body is not JSON: "The media type X is not supported, use application/json". */
 export function requireJsonContent(c: AppContext): void {
   const raw = c.req.header("content-type");
-  const mediaType = raw?.split(";")[0].trim().toLowerCase() || "None";
+  // Compared as written, like webob's req.content_type: "APPLICATION/JSON" is a 415 there too.
+  const mediaType = raw?.split(";")[0].trim() || "None";
   if (mediaType !== "application/json") {
     throw new PlacementError(
       415,
       `The media type ${mediaType} is not supported, use application/json`,
       undefined,
       {},
-      `The request media type ${raw ?? "None"} is not supported by this server.`,
+      `The request media type ${raw || "None"} is not supported by this server.`,
     );
   }
 }

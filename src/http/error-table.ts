@@ -7,12 +7,15 @@
  */
 import { databaseFault, DomainError, type AnyDomainError, type ClassLookup, type ProviderTreeProblem } from "../services/errors.js";
 import { ErrorCode, PlacementError, RETRY_AFTER_SECONDS } from "./errors.js";
+import { pastHandler } from "./vary.js";
 
 interface Answer {
   status: 400 | 404 | 409 | 410 | 503;
   detail: string;
   code?: ErrorCode;
   headers?: Record<string, string>;
+  /** Placement lets this one rise past its handler (an uncaught NotFound): no Vary (http/vary.ts). */
+  pastHandler?: true;
 }
 
 type Rows = { [K in AnyDomainError["kind"]]: (err: Extract<AnyDomainError, { kind: K }>) => Answer };
@@ -37,7 +40,7 @@ function classNotFound(name: string, lookup: ClassLookup): Answer {
   switch (lookup.in) {
     case "lookup":
     case "inventory update": // Placement lets the class lookup's NotFound through: a 404, not a 400.
-      return { status: 404, detail: noClass(name) };
+      return { status: 404, detail: noClass(name), pastHandler: true };
     case "query":
       return { status: 400, detail: `Invalid resource class in resources parameter: ${noClass(name)}` };
     case "inventories":
@@ -59,7 +62,7 @@ const ROWS: Rows = {
   ProviderNotFound: ({ uuid, during }) => {
     switch (during) {
       case "lookup":
-        return { status: 404, detail: noProvider(uuid) };
+        return { status: 404, detail: noProvider(uuid), pastHandler: true };
       case "delete":
         return { status: 404, detail: `${noProvider(uuid)} for delete` };
       case "list inventories":
@@ -67,6 +70,7 @@ const ROWS: Rows = {
       case "list allocations":
         return { status: 404, detail: `Resource provider '${uuid}' not found: ${noProvider(uuid)}` };
       case "list usages":
+      case "list traits":
         return { status: 404, detail: `${noProvider(uuid)}: ${noProvider(uuid)}` };
       case "allocate":
         return { status: 400, detail: `Allocation for resource provider '${uuid}' that does not exist.` };
@@ -283,7 +287,8 @@ export function domainErrorAnswer(err: DomainError): PlacementError {
   const row = ROWS[err.kind as AnyDomainError["kind"]] as ((e: DomainError) => Answer) | undefined;
   if (!row) throw new Error(`no row in the error table for ${err.kind}`);
   const answer = row(err);
-  return new PlacementError(answer.status, answer.detail, answer.code, answer.headers);
+  const error = new PlacementError(answer.status, answer.detail, answer.code, answer.headers);
+  return answer.pastHandler ? pastHandler(error) : error;
 }
 
 /**

@@ -74,12 +74,28 @@ export class PlacementError extends Error {
     super(detail);
   }
 
-  /** The `detail` field as Placement renders it: explanation, blank line, message. */
+  /**
+   * The `detail` field as Placement renders it: explanation, blank line,
+   * message. Placement's formatter strips webob's HTML (strip_tags), which
+   * turns every line break inside the message into a space, so the message is
+   * one line (the openstack CLI prints only a detail's last line). The
+   * statuses whose explanation names the request (405, 406, 415) use webob's
+   * shorter template: a space before the blank line, none after the message.
+   */
   renderDetail(): string {
-    const explanation = this.explanation ?? STATUS_TEXT[this.status]?.explanation ?? "";
-    return `${explanation}\n\n ${this.detail}  `.replace(/^\n\n /, "");
+    const message = this.detail.replace(/\r/g, "").replace(/\n/g, " ");
+    if (this.explanation !== undefined) return `${this.explanation.replace(/\n/g, " ")} \n\n ${message}`;
+    const explanation = STATUS_TEXT[this.status]?.explanation ?? "";
+    return `${explanation}\n\n ${message}  `.replace(/^\n\n /, "");
   }
 }
+
+/**
+ * An error a middleware returns before Placement's error formatting (noauth2's
+ * 401): webob renders it with its own defaults, a JSON body of
+ * {"message", "code", "title"} rather than Placement's `errors` list.
+ */
+export class WebobDefaultError extends PlacementError {}
 
 export const badRequest = (detail: string, code: ErrorCode = ErrorCode.DEFAULT) => new PlacementError(400, detail, code);
 export const forbidden = (detail: string) => new PlacementError(403, detail);
@@ -90,7 +106,8 @@ export const forbidden = (detail: string) => new PlacementError(403, detail);
  */
 export function notAcceptable(detail: string, accept: string | undefined, extra: Record<string, string> = {}): PlacementError {
   const wanted = !accept || accept === "*/*" ? "application/json" : accept;
-  const explanation = `The resource could not be generated that was acceptable to your browser (content of type ${wanted}. `;
+  // The line break is webob's; the JSON detail turns it into a space like any other.
+  const explanation = `The resource could not be generated that was acceptable to your browser\n(content of type ${wanted}.`;
   return new PlacementError(406, detail, ErrorCode.DEFAULT, {}, explanation, extra);
 }
 
@@ -127,18 +144,36 @@ export function renderError(
 ): { contentType: string; text: string } {
   const wanted = !accept || accept.trim() === "*/*" ? "application/json" : bestMatch(accept, ["text/html", "application/json"]);
   const status = `${err.status} ${statusTitle(err.status)}`;
+  if (err instanceof WebobDefaultError) return renderWebobDefault(err, wanted, status);
   if (wanted === "application/json") {
     return { contentType: "application/json", text: JSON.stringify(errorBody(err, requestId, includeCode)) };
   }
   if (wanted === "text/html") {
-    const explanation = err.explanation ?? STATUS_TEXT[err.status]?.explanation ?? "";
-    const detail = `${escapeHtml(explanation)}<br /><br />\n${escapeHtml(err.detail)}\n`;
+    const detail =
+      err.explanation !== undefined
+        ? `${escapeHtml(err.explanation)} <br /><br />\n${escapeHtml(err.detail)}`
+        : `${escapeHtml(STATUS_TEXT[err.status]?.explanation ?? "")}<br /><br />\n${escapeHtml(err.detail)}\n\n`;
     return {
       contentType: "text/html; charset=UTF-8",
       text: `<html>\n <head>\n  <title>${status}</title>\n </head>\n <body>\n  <h1>${status}</h1>\n  ${detail}\n </body>\n</html>`,
     };
   }
   return { contentType: "text/plain; charset=UTF-8", text: `${status}\n\n${err.renderDetail()}` };
+}
+
+/** webob's own renderings of an error without a detail, byte for byte. */
+function renderWebobDefault(err: PlacementError, wanted: string | undefined, status: string): { contentType: string; text: string } {
+  const explanation = STATUS_TEXT[err.status]?.explanation ?? "";
+  if (wanted === "application/json") {
+    // Python's json.dumps separators (", " and ": "), as webob writes it.
+    const [message, code, title] = [`${explanation}<br /><br />\n\n\n`, status, statusTitle(err.status)].map((v) => JSON.stringify(v));
+    return { contentType: "application/json", text: `{"message": ${message}, "code": ${code}, "title": ${title}}` };
+  }
+  if (wanted === "text/html") {
+    const page = `<html>\n <head>\n  <title>${status}</title>\n </head>\n <body>\n  <h1>${status}</h1>\n  ${explanation}<br /><br />\n\n\n\n </body>\n</html>`;
+    return { contentType: "text/html; charset=UTF-8", text: page };
+  }
+  return { contentType: "text/plain; charset=UTF-8", text: `${status}\n\n${explanation}\n\n   ` };
 }
 
 function escapeHtml(s: string): string {

@@ -20,8 +20,9 @@ export function newestTimestamp(objects: Iterable<Timestamped>): Date {
   return newest ?? new Date();
 }
 
-export function setLastModified(c: AppContext, when: Date): void {
+/** From 1.15: Cache-Control, and Last-Modified unless `when` is null (Placement then sends none). */
+export function setLastModified(c: AppContext, when: Date | null): void {
   if (!c.get("microversion").atLeast("1.15")) return;
-  c.header("last-modified", when.toUTCString());
+  if (when) c.header("last-modified", when.toUTCString());
   c.header("cache-control", "no-cache");
 }

@@ -84,22 +84,21 @@ export class Microversion {
   }
 }
 
-const MIN = Microversion.from(MIN_VERSION);
 const MAX = Microversion.from(MAX_VERSION);
 
 /**
- * Reads the version a request asks for from its headers. No header means the
- * minimum version; `latest` means the maximum. A malformed value is a 400, a
- * well-formed one outside MIN..MAX is a 406.
+ * Reads the version a request asks for from its headers, as Placement's
+ * microversion_parse does. No header means the minimum version; `latest`
+ * means the maximum. A value that is not two integers is a 400 worded with the
+ * Python error behind it; two integers that are not a listed version
+ * (`1.40`, `1.-1`, `-1.0`) are a 406.
  */
 export function parseMicroversion(headerValue: string | undefined, accept?: string): Microversion {
-  const requested = headerValue ? findPlacementVersion(headerValue) : undefined;
-  if (requested === undefined) return MIN;
+  const requested = (headerValue ? findPlacementVersion(headerValue) : undefined) || MIN_VERSION;
   if (requested === "latest") return MAX;
-  const match = /^(\d+)\.(\d+)$/.exec(requested);
-  if (!match) throw new PlacementError(400, `Invalid microversion: invalid version string: ${requested}`);
-  const version = new Microversion(Number(match[1]), Number(match[2]));
-  if (version.compare(MIN) < 0 || version.compare(MAX) > 0) {
+  const [major, minor] = parseVersionString(requested);
+  const version = new Microversion(major, minor);
+  if (!(VERSIONS as readonly string[]).includes(version.toString())) {
     // Like Placement, the 406 names the range the client could have asked for.
     throw notAcceptable(`Invalid microversion: Unacceptable version header: ${requested}`, accept, {
       max_version: MAX_VERSION,
@@ -109,13 +108,41 @@ export function parseMicroversion(headerValue: string | undefined, accept?: stri
   return version;
 }
 
-/** The header is a comma-separated list of "service version" pairs; only ours counts. */
+/**
+ * microversion_parse's `Version(*(int(v) for v in s.split('.', 1)))`, with
+ * the message of the Python exception it raises on anything else.
+ */
+function parseVersionString(text: string): [number, number] {
+  const fail = (reason: string): never => {
+    throw new PlacementError(400, `Invalid microversion: invalid version string: ${text}; ${reason}`);
+  };
+  const dot = text.indexOf(".");
+  const parts = dot < 0 ? [text] : [text.slice(0, dot), text.slice(dot + 1)];
+  const numbers = parts.map((part) => {
+    const trimmed = part.trim();
+    if (!/^[+-]?\d+(_\d+)*$/.test(trimmed)) fail(`invalid literal for int() with base 10: ${pythonRepr(part)}`);
+    return Number(trimmed.replace(/_/g, ""));
+  });
+  if (numbers.length < 2) fail("Version.__new__() missing 1 required positional argument: 'minor'");
+  return [numbers[0], numbers[1]];
+}
+
+/** Python's repr() of a str, for the error messages above (a header value holds no control character but tab). */
+function pythonRepr(text: string): string {
+  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
+  const escaped = text.replace(/\\/g, "\\\\").replace(/\t/g, "\\t");
+  return quote + (quote === "'" ? escaped.replace(/'/g, "\\'") : escaped) + quote;
+}
+
+/**
+ * The header is a comma-separated list of "service version" pairs; the last
+ * one for our service counts (microversion_parse reads them in reverse).
+ */
 function findPlacementVersion(headerValue: string): string | undefined {
-  for (const part of headerValue.split(",")) {
-    const [service, ...rest] = part.trim().split(/\s+/);
+  for (const part of headerValue.split(",").reverse()) {
+    const match = /^(\S+)\s+([\s\S]+)$/.exec(part.trim());
     // The version itself is case-sensitive: Placement refuses "LATEST" with a 400.
-    if (service?.toLowerCase() === SERVICE_TYPE && rest.length > 0) return rest.join(" ").trim();
+    if (match && match[1].toLowerCase() === SERVICE_TYPE) return match[2].trim();
   }
   return undefined;
 }
-

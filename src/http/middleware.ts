@@ -10,6 +10,7 @@ import type { Logger } from "../log.js";
 import type { AppEnv } from "./context.js";
 import { PlacementError } from "./errors.js";
 import { HEADER, parseMicroversion } from "./microversion.js";
+import { pastHandler } from "./vary.js";
 import { createAuthenticator } from "../auth/authenticate.js";
 
 const REQUEST_ID_HEADER = "x-openstack-request-id";
@@ -103,6 +104,8 @@ export const microversion: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set("microversion", version);
   await next();
   c.res.headers.set(HEADER, `placement ${version.toString()}`);
+  // An error response got its Vary (or, for one Placement raises past its handlers, none) in app.onError.
+  if (c.error) return;
   const vary = c.res.headers.get("vary");
   if (!vary?.toLowerCase().includes(HEADER)) c.res.headers.set("vary", vary ? `${vary}, ${HEADER}` : HEADER);
 };
@@ -115,9 +118,9 @@ export const microversion: MiddlewareHandler<AppEnv> = async (c, next) => {
 export const headerChecks: MiddlewareHandler<AppEnv> = async (c, next) => {
   const length = c.req.header("content-length");
   if (length !== undefined) {
-    if (!/^\d+$/.test(length.trim())) throw new PlacementError(400, "content-length header must be an integer");
+    if (!/^\d+$/.test(length.trim())) throw pastHandler(new PlacementError(400, "content-length header must be an integer"));
     if (Number(length) > 0 && !c.req.header("content-type")) {
-      throw new PlacementError(400, "content-type header required when content-length > 0");
+      throw pastHandler(new PlacementError(400, "content-type header required when content-length > 0"));
     }
   }
   await next();

@@ -61,9 +61,10 @@ function guardGet<P extends string>(handler: Handler<AppEnv, P>, methods: Method
  * Guards a handler that exists only from microversion `since`: older requests
  * get 404 (a route that does not exist yet) or 405 (a method that does not).
  */
-export function requireMicroversion(c: AppContext, since: VersionString, status: 404 | 405 = 404, allowed?: string[]): void {
+export function requireMicroversion(c: AppContext, since: VersionString, status: 404 | 405 = 404): void {
   if (c.get("microversion").atLeast(since)) return;
-  if (status === 405) throw methodNotAllowed(c.req.method, allowed ?? []);
+  // Placement's version_handler raises a bare 405: no Allow header, no message.
+  if (status === 405) throw new PlacementError(405, "", undefined, {}, `The method ${c.req.method} is not allowed for this resource.`);
   throw new PlacementError(404, "");
 }
 

@@ -159,12 +159,25 @@ export function describeIssue(issue: Issue, root: unknown): string {
   return `${t.message}\n\nFailed validating ${pyRepr(t.validator)} in schema${schemaPath(t.path)}\n\nOn instance${instancePath(t.path)}:\n    ${pyRepr(instance)}`;
 }
 
+/**
+ * The issue jsonschema's best_match reports (Placement shows only that one):
+ * the shallowest; among equals a value of the wrong type before any other
+ * complaint; then the first. A missing property is reported by jsonschema at
+ * the object that lacks it, one level above zod's path.
+ */
+export function bestMatch(issues: readonly z.core.$ZodIssue[]): Issue {
+  const missing = (i: z.core.$ZodIssue) => i.code === "invalid_type" && i.input === undefined;
+  const depth = (i: z.core.$ZodIssue) => i.path.length - (missing(i) ? 1 : 0);
+  const wrongType = (i: z.core.$ZodIssue) => (i.code === "invalid_type" && !missing(i) ? 1 : 0);
+  const better = (a: z.core.$ZodIssue, b: z.core.$ZodIssue) => depth(a) < depth(b) || (depth(a) === depth(b) && wrongType(a) > wrongType(b));
+  return issues.reduce((best, i) => (better(i, best) ? i : best)) as Issue;
+}
+
 /** Validates a parsed JSON body; a failure is a 400 in Placement's wording. */
 export function validateBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   const result = schema.safeParse(body, { reportInput: true });
   if (result.success) return result.data;
-  const issue = result.error.issues[0] as Issue;
-  throw badRequest(`JSON does not validate: ${describeIssue(issue, body)}`);
+  throw badRequest(`JSON does not validate: ${describeIssue(bestMatch(result.error.issues), body)}`);
 }
 
 /**
@@ -174,8 +187,7 @@ export function validateBody<S extends z.ZodType>(schema: S, body: unknown): z.o
 export function validateQuery<S extends z.ZodType>(schema: S, query: Record<string, string>): z.output<S> {
   const result = schema.safeParse(query, { reportInput: true });
   if (result.success) return result.data;
-  const issue = result.error.issues[0] as Issue;
-  throw badRequest(`Invalid query string parameters: ${describeIssue(issue, query)}`);
+  throw badRequest(`Invalid query string parameters: ${describeIssue(bestMatch(result.error.issues), query)}`);
 }
 
 /** Parses a body text as JSON; a failure is Placement's "Malformed JSON" 400. */

@@ -7,7 +7,7 @@
  */
 import type { z } from "zod";
 import { badRequest } from "../http/errors.js";
-import { describeIssue } from "../http/validation.js";
+import { bestMatch, describeIssue } from "../http/validation.js";
 
 export type QueryPairs = ReadonlyArray<readonly [string, string]>;
 
@@ -32,6 +32,5 @@ export function validateQuery<S extends z.ZodType>(schema: S, pairs: QueryPairs)
   const dict = lastValues(pairs);
   const result = schema.safeParse(dict, { reportInput: true });
   if (result.success) return result.data;
-  const issue = result.error.issues[0] as Parameters<typeof describeIssue>[0];
-  throw badRequest(`Invalid query string parameters: ${describeIssue(issue, dict)}`);
+  throw badRequest(`Invalid query string parameters: ${describeIssue(bestMatch(result.error.issues), dict)}`);
 }

@@ -4,7 +4,7 @@
  */
 import { Hono } from "hono";
 import { authorize } from "../auth/policy.js";
-import { readJsonBody } from "../http/body.js";
+import { readJsonBody, requireJsonContent } from "../http/body.js";
 import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
 import { badRequest } from "../http/errors.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
@@ -62,6 +62,7 @@ export function allocationRoutes(deps: RouteDeps): Hono<AppEnv> {
     POST: async (c) => {
       // The version gate comes first, as in Placement: before 1.13 this route does not exist at all.
       requireMicroversion(c, "1.13");
+      requireJsonContent(c);
       authorize(c, "placement:allocations:manage");
       const body = (await readJsonBody(c, postSchema(c))) as Record<string, ParsedConsumerBody>;
       const writes = Object.entries(body).map(([uuid, consumer]) => toConsumerWrite(c, deps.config, uuid, consumer));
@@ -92,6 +93,7 @@ export function allocationRoutes(deps: RouteDeps): Hono<AppEnv> {
       return c.json(out);
     },
     PUT: async (c) => {
+      requireJsonContent(c);
       authorize(c, "placement:allocations:update");
       const raw = c.req.param("consumer_uuid");
       const consumerUuid = parseUuid(raw);

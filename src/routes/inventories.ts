@@ -7,6 +7,8 @@ import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { readJsonBody, requireJsonContent } from "../http/body.js";
 import { zInteger } from "../http/json-types.js";
+import { jsonText, pythonFloat } from "../http/python-float.js";
+import { NumberToken, parseJsonText, type JsonText } from "../http/json-text.js";
 import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
@@ -36,21 +38,44 @@ const PUT_INVENTORIES = z.strictObject({
   inventories: z.record(z.string(), INVENTORY_RECORD),
 });
 
-function serializeInventory(inv: InventoryData): Record<string, number> {
+/** An inventories answer: JSON with allocation_ratio written as Placement's float. */
+function sendJson(c: AppContext, body: unknown, status: 200 | 201 = 200) {
+  return c.body(jsonText(body), status, { "content-type": "application/json" });
+}
+
+/**
+ * Placement answers a write with the record as the client sent it, so a ratio
+ * written as an integer (`16`) comes back as one; a read (and a defaulted
+ * ratio) gives the stored float (`16.0`). The body is read again with its
+ * number tokens (hono keeps the text), already known to be valid JSON.
+ */
+async function bodyAsWritten(c: AppContext): Promise<JsonText> {
+  return parseJsonText(await c.req.text());
+}
+
+const member = (value: JsonText | undefined, key: string): JsonText | undefined =>
+  value && typeof value === "object" && !Array.isArray(value) && !(value instanceof NumberToken) ? value[key] : undefined;
+
+function ratioWrittenAsInteger(record: JsonText | undefined): boolean {
+  const ratio = member(record, "allocation_ratio");
+  return ratio instanceof NumberToken && !/[.eE]/.test(ratio.text);
+}
+
+function serializeInventory(inv: InventoryData, ratioAsInteger = false): Record<string, number | string> {
   return {
     total: inv.total,
     reserved: inv.reserved,
     min_unit: inv.minUnit,
     max_unit: inv.maxUnit,
     step_size: inv.stepSize,
-    allocation_ratio: inv.allocationRatio,
+    allocation_ratio: ratioAsInteger ? inv.allocationRatio : pythonFloat(inv.allocationRatio),
   };
 }
 
 /** One inventory as Placement sends it: the fields plus the provider's generation. */
-function sendInventory(c: AppContext, inv: InventoryData, generation: number, status: 200 | 201 = 200, modified?: Date) {
+function sendInventory(c: AppContext, inv: InventoryData, generation: number, status: 200 | 201 = 200, modified?: Date, ratioAsInteger = false) {
   setLastModified(c, modified ?? new Date());
-  return c.json({ ...serializeInventory(inv), resource_provider_generation: generation }, status);
+  return sendJson(c, { ...serializeInventory(inv, ratioAsInteger), resource_provider_generation: generation }, status);
 }
 
 export function inventoryRoutes(deps: RouteDeps): Hono<AppEnv> {
@@ -62,43 +87,47 @@ export function inventoryRoutes(deps: RouteDeps): Hono<AppEnv> {
     GET: async (c) => {
       authorize(c, "placement:resource_providers:inventories:list");
       const { provider, inventories: rows } = await getProviderInventories(db, c.req.param("uuid"));
-      setLastModified(c, newestTimestamp(rows));
-      return c.json({
+      // Placement takes the newest of the inventories, with no fallback: none, no Last-Modified.
+      setLastModified(c, rows.length ? newestTimestamp(rows) : null);
+      return sendJson(c, {
         resource_provider_generation: provider.generation,
         inventories: Object.fromEntries(rows.map((r) => [r.resourceClass, serializeInventory(r)])),
       });
     },
 
     POST: async (c) => {
-      authorize(c, "placement:resource_providers:inventories:create");
       requireJsonContent(c);
+      authorize(c, "placement:resource_providers:inventories:create");
       const uuid = c.req.param("uuid");
       await requireProvider(db, uuid);
       const body = await readJsonBody(c, POST_INVENTORY);
       const inv = inventoryWithDefaults(body);
       const generation = await addInventory(store, uuid, body.resource_class, inv, reservedMayEqualTotal(c));
       c.header("location", absoluteUrl(c, `${providerUrl(uuid)}/inventories/${body.resource_class}`));
-      return sendInventory(c, inv, generation, 201);
+      return sendInventory(c, inv, generation, 201, undefined, ratioWrittenAsInteger(await bodyAsWritten(c)));
     },
 
     PUT: async (c) => {
-      authorize(c, "placement:resource_providers:inventories:update");
       requireJsonContent(c);
+      authorize(c, "placement:resource_providers:inventories:update");
       const uuid = c.req.param("uuid");
       // Placement looks the provider up before it reads the body: 404 wins over 400.
       await requireProvider(db, uuid);
       const body = await readJsonBody(c, PUT_INVENTORIES);
       const items = new Map(Object.entries(body.inventories).map(([rc, r]) => [rc, inventoryWithDefaults(r)]));
       const generation = await replaceInventories(store, uuid, body.resource_provider_generation, items, reservedMayEqualTotal(c));
-      setLastModified(c, new Date());
-      return c.json({
+      setLastModified(c, items.size ? new Date() : null);
+      const written = await bodyAsWritten(c);
+      return sendJson(c, {
         resource_provider_generation: generation,
-        inventories: Object.fromEntries([...items].map(([rc, inv]) => [rc, serializeInventory(inv)])),
+        inventories: Object.fromEntries(
+          [...items].map(([rc, inv]) => [rc, serializeInventory(inv, ratioWrittenAsInteger(member(member(written, "inventories"), rc)))]),
+        ),
       });
     },
 
     DELETE: async (c) => {
-      requireMicroversion(c, "1.5", 405, ["GET", "POST", "PUT"]);
+      requireMicroversion(c, "1.5", 405);
       authorize(c, "placement:resource_providers:inventories:delete");
       const uuid = c.req.param("uuid");
       await deleteAllInventories(store, uuid);
@@ -114,15 +143,15 @@ export function inventoryRoutes(deps: RouteDeps): Hono<AppEnv> {
     },
 
     PUT: async (c) => {
-      authorize(c, "placement:resource_providers:inventories:update");
       requireJsonContent(c);
+      authorize(c, "placement:resource_providers:inventories:update");
       const uuid = c.req.param("uuid");
       const rc = c.req.param("resource_class");
       await requireProvider(db, uuid);
       const body = await readJsonBody(c, PUT_INVENTORY);
       const inv = inventoryWithDefaults(body);
       const generation = await updateInventory(store, uuid, body.resource_provider_generation, rc, inv, reservedMayEqualTotal(c));
-      return sendInventory(c, inv, generation);
+      return sendInventory(c, inv, generation, 200, undefined, ratioWrittenAsInteger(await bodyAsWritten(c)));
     },
 
     DELETE: async (c) => {

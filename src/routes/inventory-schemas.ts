@@ -20,9 +20,9 @@ export const INVENTORY_RECORD = z.strictObject({
   min_unit: amount(1).optional(),
   max_unit: amount(1).optional(),
   step_size: amount(1).optional(),
-  // Placement sets no lower bound; a ratio of zero or less can never hold an
-  // allocation and the table refuses it, so it is rejected here as bad input.
-  allocation_ratio: z.number().positive().max(SQL_SP_FLOAT_MAX).optional(),
+  // No lower bound, as in Placement: a ratio of 0 is how an operator stops new
+  // allocations on a class without removing its inventory.
+  allocation_ratio: z.number().max(SQL_SP_FLOAT_MAX).optional(),
 });
 
 export type InventoryRecord = z.output<typeof INVENTORY_RECORD>;

@@ -2,7 +2,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
-import { readJsonBody } from "../http/body.js";
+import { readJsonBody, requireJsonContent } from "../http/body.js";
 import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
 import { reshape } from "../services/reshaper.js";
@@ -45,6 +45,7 @@ export function reshaperRoutes(deps: RouteDeps): Hono<AppEnv> {
   declareRoute(app, "/reshaper", {
     POST: async (c) => {
       requireMicroversion(c, "1.30");
+      requireJsonContent(c);
       authorize(c, "placement:reshaper:reshape");
       const body = (await readJsonBody(c, schemaFor(c))) as {
         inventories: Record<string, z.output<typeof PROVIDER_INVENTORIES>>;

@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
-import { readJsonBody } from "../http/body.js";
+import { readJsonBody, requireJsonContent } from "../http/body.js";
 import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
@@ -42,6 +42,7 @@ export function resourceClassRoutes({ db, store }: RouteDeps): Hono<AppEnv> {
     },
     POST: async (c) => {
       requireMicroversion(c, "1.2");
+      requireJsonContent(c);
       authorize(c, "placement:resource_classes:create");
       const { name } = await readJsonBody(c, POST_RC_SCHEMA_V1_2);
       const rc = await createResourceClass(store, name);
@@ -60,6 +61,7 @@ export function resourceClassRoutes({ db, store }: RouteDeps): Hono<AppEnv> {
     PUT: async (c) => {
       requireMicroversion(c, "1.2");
       if (c.get("microversion").atLeast("1.7")) return ensureClass(c);
+      requireJsonContent(c);
       authorize(c, "placement:resource_classes:update");
       const { name } = await readJsonBody(c, PUT_RC_SCHEMA_V1_2);
       const rc = await renameResourceClass(store, c.req.param("name"), name);

@@ -19,7 +19,7 @@ import {
   deleteProvider,
   getProviderView,
   findProviders,
-  requireProvider,
+  getProviderByUuid,
   updateProvider,
   type ProviderView,
 } from "../services/providers.js";
@@ -60,8 +60,13 @@ export function serializeProvider(c: AppContext, p: ProviderView): Record<string
   return out;
 }
 
-function optionalUuid(value: string | null | undefined): string | null {
-  return value ? canonicalUuid(value) : null;
+/**
+ * The parent as written: Placement looks it up by string equality, so a
+ * parent named in upper case (or any other spelling than the stored one) does
+ * not exist there, and must not here.
+ */
+function parentAsWritten(value: string | null | undefined): string | null {
+  return value || null;
 }
 
 export function resourceProviderRoutes(deps: RouteDeps): Hono<AppEnv> {
@@ -77,11 +82,12 @@ export function resourceProviderRoutes(deps: RouteDeps): Hono<AppEnv> {
     },
 
     POST: async (c) => {
+      requireJsonContent(c);
       authorize(c, "placement:resource_providers:create");
       const mv = c.get("microversion");
       const body: z.output<typeof POST_PROVIDER_V1_14> = await readJsonBody(c, mv.atLeast("1.14") ? POST_PROVIDER_V1_14 : POST_PROVIDER);
       const uuid = body.uuid ? canonicalUuid(body.uuid) : randomUUID();
-      const provider = await createProvider(store, { uuid, name: body.name, parentProviderUuid: optionalUuid(body.parent_provider_uuid) });
+      const provider = await createProvider(store, { uuid, name: body.name, parentProviderUuid: parentAsWritten(body.parent_provider_uuid) });
       c.header("location", absoluteUrl(c, providerUrl(provider.uuid)));
       if (mv.lessThan("1.20")) return c.body(null, 201);
       setLastModified(c, newestTimestamp([provider]));
@@ -103,19 +109,22 @@ export function resourceProviderRoutes(deps: RouteDeps): Hono<AppEnv> {
       return c.body(null, 204);
     },
     PUT: async (c) => {
-      authorize(c, "placement:resource_providers:update");
       // A missing or wrong content type is a 415 even for an unknown provider
-      // (Placement's require_content runs before the handler looks anything up).
+      // or a caller the policy refuses (Placement's require_content decorator
+      // runs before the handler checks policy or looks anything up).
       requireJsonContent(c);
+      authorize(c, "placement:resource_providers:update");
       const uuid = c.req.param("uuid");
       const mv = c.get("microversion");
       // Placement looks the provider up before it reads the body: 404 wins over 400.
-      await requireProvider(db, uuid);
+      const before = await getProviderByUuid(db, uuid);
       const body: z.output<typeof PUT_PROVIDER_V1_14> = await readJsonBody(c, mv.atLeast("1.14") ? PUT_PROVIDER_V1_14 : PUT_PROVIDER);
-      const parent = "parent_provider_uuid" in body ? { parentProviderUuid: optionalUuid(body.parent_provider_uuid) } : {};
+      const parent = "parent_provider_uuid" in body ? { parentProviderUuid: parentAsWritten(body.parent_provider_uuid) } : {};
       const update = { name: body.name, ...parent };
       const provider = await updateProvider(store, uuid, update, mv.atLeast("1.37"));
-      setLastModified(c, newestTimestamp([provider]));
+      // Placement sends the updated_at of the provider as it loaded it before
+      // the update: none for a provider that was never updated.
+      setLastModified(c, before.updatedAt);
       return c.json(serializeProvider(c, provider));
     },
 

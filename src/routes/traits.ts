@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { authorize } from "../auth/policy.js";
-import { readJsonBody } from "../http/body.js";
+import { readJsonBody, requireJsonContent } from "../http/body.js";
 import type { AppEnv, RouteDeps } from "../http/context.js";
 import { badRequest } from "../http/errors.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
@@ -106,12 +106,14 @@ export function traitRoutes({ db, store }: RouteDeps): Hono<AppEnv> {
     GET: async (c) => {
       requireMicroversion(c, "1.6");
       authorize(c, "placement:resource_providers:traits:list");
+      // Placement's handler catches the lookup's NotFound and names the provider twice.
       const { provider, traits: rows } = await getProviderTraits(db, c.req.param("uuid"));
       setLastModified(c, newestTimestamp(rows));
       return c.json({ traits: traitNames(rows), resource_provider_generation: provider.generation });
     },
     PUT: async (c) => {
       requireMicroversion(c, "1.6");
+      requireJsonContent(c);
       authorize(c, "placement:resource_providers:traits:update");
       const body = await readJsonBody(c, SET_TRAITS_FOR_RP_SCHEMA);
       const result = await setProviderTraits(store, c.req.param("uuid"), body.traits, body.resource_provider_generation);

@@ -1,12 +1,11 @@
 /** GET /resource_providers/{uuid}/usages and GET /usages (1.9; grouped by consumer type from 1.38). */
 import { Hono } from "hono";
 import { z } from "zod";
+import { queryPairs, validateQuery } from "../query/query-string.js";
 import { authorize } from "../auth/policy.js";
 import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
-import { badRequest } from "../http/errors.js";
 import { setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
-import { describeIssue } from "../http/validation.js";
 import { getProviderUsages, getTotalUsages, getUsagesByConsumerType } from "../services/usages.js";
 
 const EXTERNAL_ID = z.string().min(1).max(255);
@@ -24,12 +23,12 @@ const USAGES_QUERY_V1_38 = USAGES_QUERY_V1_9.extend({
     .optional(),
 });
 
-/** Validates the query string in Placement's words ("Invalid query string parameters: ..."). */
+/**
+ * Validates the query string in Placement's words, on the last value of each
+ * key (webob's dict(req.GET)): a repeated project_id counts by its last value.
+ */
 function parseQuery<S extends z.ZodType>(c: AppContext, schema: S): z.output<S> {
-  const query = c.req.query();
-  const result = schema.safeParse(query, { reportInput: true });
-  if (result.success) return result.data;
-  throw badRequest(`Invalid query string parameters: ${describeIssue(result.error.issues[0] as never, query)}`);
+  return validateQuery(schema, queryPairs(c.req.url));
 }
 
 export function usageRoutes(deps: AppDeps): Hono<AppEnv> {
@@ -49,7 +48,8 @@ export function usageRoutes(deps: AppDeps): Hono<AppEnv> {
     GET: async (c) => {
       requireMicroversion(c, "1.9");
       // The rule may compare the caller's project with the one asked about.
-      authorize(c, "placement:usages", { project_id: c.req.query("project_id") ?? null });
+      // A repeated project_id counts by its last value everywhere, as webob's req.GET.get gives it.
+      authorize(c, "placement:usages", { project_id: c.req.queries("project_id")?.at(-1) ?? null });
       const byType = c.get("microversion").atLeast("1.38");
       const query = parseQuery(c, byType ? USAGES_QUERY_V1_38 : USAGES_QUERY_V1_9) as {
         project_id: string;

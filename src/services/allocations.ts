@@ -82,6 +82,9 @@ type InventoryUsage = InventoryData & { providerId: number; classId: number; use
 
 type Wanted = { consumerId: number; providerId: number; providerUuid: string; className: string; classId: number; used: number };
 
+/** What the written consumers held before this write, per provider and class. */
+type Released = { providerId: number; classId: number; used: number };
+
 /**
  * Replaces the allocations of every consumer in `writes`, all or nothing,
  * inside the caller's transaction. Consumers left without allocations are
@@ -131,8 +134,16 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
   }
   for (const name of classNames) if (!classIds.has(name)) throw new ClassNotFound(name, writer);
 
-  // 3. Clean slate for these consumers (a consumer created just now has nothing to remove).
-  if (existing.length > 0) await tx.execute(sql`DELETE FROM allocations WHERE consumer_id = ANY(${sql.param(existing)}::int[])`);
+  // 3. Clean slate for these consumers (a consumer created just now has nothing to remove),
+  // remembering what they held: a provider already over capacity may take back as much.
+  const released: Released[] = [];
+  if (existing.length > 0) {
+    const freed = await tx.execute<Released>(
+      sql`DELETE FROM allocations WHERE consumer_id = ANY(${sql.param(existing)}::int[])
+          RETURNING resource_provider_id AS "providerId", resource_class_id AS "classId", used`,
+    );
+    released.push(...freed.rows);
+  }
 
   // 4. Check against what everyone else holds, as committed now, and write.
   const wanted: Wanted[] = [];
@@ -144,7 +155,7 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
       }
     }
   });
-  await writeWithinCapacity(tx, wanted, classIds, providers, rows);
+  await writeWithinCapacity(tx, wanted, released, classIds, providers, rows);
   if (emptied.length > 0) await deleteConsumersWithoutAllocations(tx, emptied.map((r) => r.id));
 }
 
@@ -203,6 +214,7 @@ async function lockProvidersAndResolveClasses(
 async function writeWithinCapacity(
   tx: Tx,
   wanted: readonly Wanted[],
+  released: readonly Released[],
   classIds: Map<string, number>,
   providers: readonly ProviderLock[],
   consumers: ReadonlyArray<{ id: number }>,
@@ -212,6 +224,11 @@ async function writeWithinCapacity(
       SELECT * FROM unnest(${sql.param(wanted.map((a) => a.consumerId))}::int[], ${sql.param(wanted.map((a) => a.providerId))}::int[],
                            ${sql.param(wanted.map((a) => a.classId))}::int[], ${sql.param(wanted.map((a) => a.used))}::bigint[])
              AS r(consumer_id, provider_id, class_id, used)
+    ), rel AS (
+      SELECT provider_id, class_id, SUM(used)::bigint AS used
+      FROM unnest(${sql.param(released.map((r) => r.providerId))}::int[], ${sql.param(released.map((r) => r.classId))}::int[],
+                  ${sql.param(released.map((r) => r.used))}::bigint[]) AS x(provider_id, class_id, used)
+      GROUP BY provider_id, class_id
     ), inv AS (
       SELECT i.resource_provider_id, i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio,
              i.used
@@ -224,7 +241,9 @@ async function writeWithinCapacity(
          AND NOT EXISTS (
                SELECT 1 FROM (SELECT provider_id, class_id, SUM(used) AS asked FROM req GROUP BY provider_id, class_id) g
                JOIN inv ON inv.resource_provider_id = g.provider_id AND inv.resource_class_id = g.class_id
-               WHERE NOT (${sql.raw(hasRoomForSql("inv", "g.asked"))})) AS ok
+               LEFT JOIN rel ON rel.provider_id = g.provider_id AND rel.class_id = g.class_id
+               WHERE NOT (${sql.raw(hasRoomForSql("inv", "g.asked"))})
+                 AND g.asked > COALESCE(rel.used, 0)) AS ok
     ), inserted AS (
       INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
       -- Amounts arrive as bigint so an absurd one is refused by the rule, not by an integer overflow;
@@ -241,7 +260,7 @@ async function writeWithinCapacity(
            inv.min_unit AS "minUnit", inv.max_unit AS "maxUnit", inv.step_size AS "stepSize",
            inv.allocation_ratio AS "allocationRatio", inv.used
     FROM verdict v LEFT JOIN inv ON true`);
-  checkCapacity(wanted, classIds, res.rows.filter((r) => r.providerId !== null));
+  checkCapacity(wanted, released, classIds, res.rows.filter((r) => r.providerId !== null));
   if (!res.rows[0]?.ok) throw new Error("capacity check in SQL refused a write the capacity rule allows");
 }
 
@@ -250,9 +269,17 @@ async function writeWithinCapacity(
  * inventory of the class, each amount within min_unit..max_unit and a
  * multiple of step_size, and usage + the request's total per provider and
  * class within the capacity (rules/capacity.ts, which also writes the SQL guard).
+ * As in Placement 14.0.0 (bug 2104040), a provider already over capacity
+ * (reserved or the ratio was changed under its allocations) still takes a
+ * write that does not raise its usage of the class: the same allocation
+ * again, or a smaller one.
  */
-function checkCapacity(wanted: readonly Wanted[], classIds: Map<string, number>, rows: readonly InventoryUsage[]): void {
+function checkCapacity(wanted: readonly Wanted[], released: readonly Released[], classIds: Map<string, number>, rows: readonly InventoryUsage[]): void {
   if (wanted.length === 0) return;
+  const held = new Map<string, number>();
+  for (const r of released) held.set(`${r.providerId}:${r.classId}`, (held.get(`${r.providerId}:${r.classId}`) ?? 0) + r.used);
+  const asked = new Map<string, number>();
+  for (const a of wanted) asked.set(`${a.providerId}:${a.classId}`, (asked.get(`${a.providerId}:${a.classId}`) ?? 0) + a.used);
   const inventory = new Map(rows.map((r) => [`${r.providerId}:${r.classId}`, r]));
   const withoutAny = [...new Set(wanted.filter((a) => !rows.some((r) => r.providerId === a.providerId)).map((a) => a.providerUuid))];
   if (withoutAny.length > 0) {
@@ -269,7 +296,8 @@ function checkCapacity(wanted: readonly Wanted[], classIds: Map<string, number>,
     if (!unitsAllow(room, a.used)) {
       throw new CapacityExceeded({ problem: "constraints", resourceClass: a.className, provider: a.providerUuid });
     }
-    if (!hasRoomFor(room, a.used) || !hasRoomFor(room, requested.get(key)!)) {
+    const raisesUsage = asked.get(key)! > (held.get(key) ?? 0);
+    if (raisesUsage && (!hasRoomFor(room, a.used) || !hasRoomFor(room, requested.get(key)!))) {
       throw new CapacityExceeded({ problem: "capacity", resourceClass: a.className, provider: a.providerUuid });
     }
   }

@@ -22,6 +22,7 @@ export type ProviderLookup =
   | "list inventories"
   | "list allocations"
   | "list usages"
+  | "list traits"
   /** An allocation names a provider that does not exist. */
   | "allocate"
   /** A reshape's inventories name a provider that does not exist. */

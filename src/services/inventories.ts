@@ -11,7 +11,6 @@
 import { and, asc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
 import { allocations, inventories, resourceClasses } from "../db/schema.js";
-import { capacityOf } from "./rules/capacity.js";
 import { ClassNotFound, InvalidInventory, InventoryExists, InventoryInUse, InventoryNotFound } from "./errors.js";
 import {
   bumpProviderGeneration,
@@ -51,8 +50,8 @@ export const INVENTORY_DEFAULTS: Omit<InventoryData, "total"> = {
 };
 
 /**
- * Placement's capacity rule: before 1.26 reserved must leave some capacity;
- * from 1.26 reserved may equal total (a provider kept fully reserved).
+ * Placement's inventory rule: before 1.26 reserved must be less than total;
+ * from 1.26 it may equal total (a provider kept fully reserved).
  * Throws InvalidInventory for the first inventory that breaks it.
  */
 export function assertCapacity(
@@ -62,8 +61,8 @@ export function assertCapacity(
   during: InvalidInventory["during"],
 ): void {
   for (const [rc, inv] of items) {
-    const cap = capacityOf(inv);
-    if (reservedMayEqualTotal ? cap < 0 : cap <= 0) throw new InvalidInventory(providerUuid, rc, reservedMayEqualTotal, during);
+    // reserved against total only, as Placement's _validate_inventory_capacity: the ratio plays no part.
+    if (reservedMayEqualTotal ? inv.reserved > inv.total : inv.reserved >= inv.total) throw new InvalidInventory(providerUuid, rc, reservedMayEqualTotal, during);
   }
 }
 

@@ -259,7 +259,9 @@ export async function createProviderIn(tx: Tx, data: NewProvider): Promise<Provi
     throw err;
   }
   const row = inserted[0];
-  if (!parentRow) await tx.update(resourceProviders).set({ rootProviderId: row.id }).where(eq(resourceProviders.id, row.id));
+  // Placement also sets a root's root_provider_id by an UPDATE after the
+  // insert, which stamps updated_at; a child's stays empty until it changes.
+  if (!parentRow) await tx.update(resourceProviders).set({ rootProviderId: row.id, updatedAt: sql`now()` }).where(eq(resourceProviders.id, row.id));
   return getProviderView(tx, row.uuid);
 }
 

@@ -82,7 +82,7 @@ async function deleteTraitIn(tx: Tx, name: string): Promise<void> {
 
 /** GET /resource_providers/{uuid}/traits: the provider and its traits, in trait id order. */
 export async function getProviderTraits(q: Queryable, uuid: string): Promise<{ provider: ProviderRow; traits: TraitRow[] }> {
-  const provider = await getProviderByUuid(q, uuid);
+  const provider = await getProviderByUuid(q, uuid, "list traits");
   return { provider, traits: await traitsOf(q, provider.id) };
 }
 
@@ -99,7 +99,8 @@ async function traitsOf(q: Queryable, providerId: number): Promise<TraitRow[]> {
  * Replaces a provider's traits (PUT /resource_providers/{uuid}/traits, and
  * with `names` empty its DELETE). The provider row is locked before the
  * generation is compared, so of two writers sending the same generation the
- * second waits, then sees the bumped generation and gets the 409. With
+ * second waits, then sees the bumped generation and gets the 409. A write
+ * that changes nothing leaves the generation alone, as in Placement. With
  * `expectedGeneration` undefined (DELETE) no generation is compared.
  */
 export async function setProviderTraits(
@@ -136,6 +137,12 @@ async function setProviderTraitsIn(
   const missing = wanted.filter((n) => !known.has(n));
   if (missing.length > 0) throw new TraitNotFound(missing, "provider traits");
 
+  // Placement's _set_traits returns early when nothing is added or removed:
+  // a no-op sync must not bump the generation (Nova would pay a 409 for it).
+  const current = await traitsOf(tx, provider.id);
+  if (current.length === found.length && current.every((t) => known.has(t.name))) {
+    return { provider, traits: found, generation: provider.generation };
+  }
   await tx.delete(resourceProviderTraits).where(eq(resourceProviderTraits.resourceProviderId, provider.id));
   if (found.length > 0) {
     const ids = found.map((t) => t.id);

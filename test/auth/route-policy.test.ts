@@ -2,7 +2,7 @@
  * Every route family, called by each kind of caller, under both default sets:
  * the handler must ask for its own Placement rule before doing anything else,
  * so a denied caller gets 403 naming that rule (before any lookup or body
- * validation), and an allowed one gets past the policy check (whatever the
+ * validation; only a wrong content type comes first), and an allowed one gets past the policy check (whatever the
  * handler answers next for the made-up ids used here).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -68,7 +68,12 @@ afterAll(async () => {
   await Promise.all([legacy.close(), secure.close()]);
 });
 
-const call = (t: Harness, method: string, path: string, who: Caller) => t.request(method, path, { token: "user", headers: who.headers });
+// Writes carry a JSON content type: Placement checks it before the policy (415 first).
+const call = (t: Harness, method: string, path: string, who: Caller) =>
+  t.request(method, path, {
+    token: "user",
+    headers: { ...(method === "PUT" || method === "POST" ? { "content-type": "application/json" } : {}), ...who.headers },
+  });
 
 async function expectDenied(t: Harness, method: string, path: string, rule: ApiRuleName, who: Caller) {
   const res = await call(t, method, path, who);

@@ -2,10 +2,11 @@
  * Compares the two answers to one request: status, the headers clients act
  * on, and the body with every number as written. Only what legitimately
  * differs is normalised: request ids, Last-Modified's value (its presence is
- * compared), the listening address in Location, and the uuids a server chose
- * (already turned back into symbols by the caller).
+ * compared), the listening address in Location, the uuids a server chose
+ * (already turned back into symbols by the caller), the order of lists
+ * Placement leaves unordered, and jsonschema's schema dump (see below).
  */
-import { NumberToken, parseJsonText, type JsonText } from "./json-text.js";
+import { NumberToken, parseJsonText, type JsonText } from "../../src/http/json-text.js";
 import type { Response } from "./request.js";
 
 export interface Difference {
@@ -24,10 +25,31 @@ function header(res: Response, name: string): string {
   return name === "location" ? value.replace(/^https?:\/\/[^/]+/, "") : value;
 }
 
-function withoutRequestIds(value: JsonText): JsonText {
-  if (Array.isArray(value)) return value.map(withoutRequestIds);
+/**
+ * Lists Placement reads without ORDER BY, so their order on the reference is
+ * PostgreSQL's heap order of rows written from a Python set (hash-seed
+ * dependent): trait and aggregate names. They are compared as sets.
+ */
+const UNORDERED = new Set(["traits", "aggregates"]);
+
+/**
+ * jsonschema's message is compared; what follows it in a 400's detail
+ * ("Failed validating ... in schema...: <the schema, pretty-printed>") is
+ * jsonschema's dump of Placement's own schema objects, not an API contract.
+ */
+const SCHEMA_DUMP = /^(.*JSON does not validate: .*?) {2}Failed validating .*$/s;
+
+/** Python's json module words a syntax error its own way ("Expecting value: line 1 column 1 (char 0)"). */
+const MALFORMED_JSON = /^(.*Malformed JSON: ).*$/s;
+
+function normalise(value: JsonText, key = ""): JsonText {
+  if (Array.isArray(value)) {
+    const items = value.map((v) => normalise(v));
+    return UNORDERED.has(key) && items.every((v) => typeof v === "string") ? [...items].sort() : items;
+  }
+  if (typeof value === "string" && key === "detail") return value.replace(SCHEMA_DUMP, "$1").replace(MALFORMED_JSON, "$1");
   if (value && typeof value === "object" && !(value instanceof NumberToken)) {
-    return Object.fromEntries(Object.entries(value).filter(([k]) => k !== "request_id").map(([k, v]) => [k, withoutRequestIds(v)]));
+    return Object.fromEntries(Object.entries(value).filter(([k]) => k !== "request_id").map(([k, v]) => [k, normalise(v, k)]));
   }
   return value;
 }
@@ -96,10 +118,11 @@ export function compare(reference: Response, ours: Response): Difference[] {
   const a = parse(reference.text);
   const b = parse(ours.text);
   if (a !== undefined && b !== undefined) {
-    diffJson("", withoutRequestIds(a), withoutRequestIds(b), out);
+    diffJson("", normalise(a), normalise(b), out);
   } else {
-    const x = reference.text.replace(REQUEST_ID, "req-*");
-    const y = ours.text.replace(REQUEST_ID, "req-*");
+    const plain = (text: string) => text.replace(REQUEST_ID, "req-*").replace(/(JSON does not validate: [^\n]*?)\s+Failed validating[\s\S]*$/, "$1");
+    const x = plain(reference.text);
+    const y = plain(ours.text);
     if (x !== y) out.push({ aspect: "body text", reference: x.slice(0, 400), ours: y.slice(0, 400) });
   }
   return out;

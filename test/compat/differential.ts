@@ -71,9 +71,9 @@ export async function runSeed(seed: number, steps: number, urls: { reference: st
     return { answers, texts, agreed: differences.length === 0 };
   };
 
-  const refresh = async (kind: RefreshKind, sym: string): Promise<boolean> => {
+  const refresh = async (kind: RefreshKind, sym: string, after: string): Promise<boolean> => {
     const { label, request } = refreshRequest(kind, sym);
-    const { answers, texts, agreed } = await exchange(label, request);
+    const { answers, texts, agreed } = await exchange(`${label} after ${after}`, request);
     if (agreed) applyRefresh(kind, sym, model, sides.map((side, i) => [side, answers[i], texts[i]] as [SideState, Response, string]));
     return agreed;
   };
@@ -90,7 +90,7 @@ export async function runSeed(seed: number, steps: number, urls: { reference: st
       ["consumers", s.touches?.consumers],
     ];
     const results: Array<[RefreshKind, string, boolean]> = [];
-    for (const [kind, syms] of touched) for (const sym of syms ?? []) results.push([kind, sym, await refresh(kind, sym)]);
+    for (const [kind, syms] of touched) for (const sym of syms ?? []) results.push([kind, sym, await refresh(kind, sym, s.label)]);
     if (!consistent || results.some(([, , ok]) => !ok)) {
       consistent = false;
       for (const [kind, sym] of results) (kind === "consumers" ? model.taintConsumer(sym) : model.taintProvider(sym));

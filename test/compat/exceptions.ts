@@ -36,7 +36,11 @@ export const KNOWN_BUGS: KnownBug[] = [
   },
   {
     anchor: "a-400-for-an-unknown-provider-leaves-a-phantom-consumer",
-    matches: (e) => e.label.includes("retry after unknown provider") && e.reference.status === 409 && e.ours.status === 204,
+    // The reference's 409 comes from the phantom; ours is the answer the allocation itself deserves.
+    matches: (e) =>
+      e.label.includes("retry after unknown provider") &&
+      e.reference.text.includes("consumer generation conflict - expected 0 but got None") &&
+      !e.ours.text.includes("consumer generation conflict"),
   },
   {
     anchor: "sharing-provider-with-granular-groups-drops-a-candidate",
@@ -52,6 +56,40 @@ export const KNOWN_BUGS: KnownBug[] = [
         ref.allocation_requests.every((a) => mine.has(JSON.stringify(a))) &&
         differences.every((d) => d.aspect.startsWith("body"))
       );
+    },
+  },
+  {
+    anchor: "an-aggregate-uuid-longer-than-36-characters-answers-500",
+    matches: (e) =>
+      e.request.method === "PUT" &&
+      /\/aggregates$/.test(path(e)) &&
+      e.reference.status === 500 &&
+      e.ours.status === 400 &&
+      /urn:uuid:|\{/.test(e.request.body ?? ""),
+  },
+  {
+    anchor: "a-second-post-of-the-same-inventory-leaks-sql-in-its-409",
+    matches: (e, differences) =>
+      e.request.method === "POST" &&
+      /\/inventories$/.test(path(e)) &&
+      e.reference.status === 409 &&
+      e.ours.status === 409 &&
+      e.reference.text.includes("psycopg2") &&
+      differences.every((d) => d.aspect === "body .errors[].detail"),
+  },
+  {
+    anchor: "zeds-standard-traits-and-resource-classes-are-older",
+    matches: (e) => {
+      if (e.request.method !== "GET" || !/^\/(traits|resource_classes)(\?|$)/.test(path(e))) return false;
+      if (e.reference.status !== 200 || e.ours.status !== 200) return false;
+      const names = (text: string): string[] => {
+        const body = JSON.parse(text) as { traits?: string[]; resource_classes?: Array<{ name: string }> };
+        return body.traits ?? (body.resource_classes ?? []).map((rc) => rc.name);
+      };
+      const ref = new Set(names(e.reference.text));
+      const ours = names(e.ours.text);
+      // Nothing of Zed's is missing; everything more is a standard (not CUSTOM_) name.
+      return [...ref].every((n) => ours.includes(n)) && ours.every((n) => ref.has(n) || !n.startsWith("CUSTOM_"));
     },
   },
 ];

@@ -148,7 +148,8 @@ export function retryAfterUnknownProvider(c: Context): Step[] {
   const sym = r.uuid();
   const owner = { project: r.pick(PROJECTS), user: r.pick(USERS) };
   const v: Version = { minor: 39, header: "placement 1.39" };
-  const { allocation } = someAllocation(c);
+  const { allocation, variant } = someAllocation(c);
+  if (variant) return [];
   const bad = new Map(allocation).set(r.uuid(), { VCPU: 1 });
   const put = (a: Allocation): Request => ({
     method: "PUT",

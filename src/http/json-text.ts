@@ -1,7 +1,9 @@
 /**
- * A JSON reader that keeps every number as the text it was written in, so the
- * comparer can tell `1.0` from `1` (JSON.parse turns both into the same double,
- * and a Python client gets a float from one and an int from the other).
+ * A JSON reader that keeps every number as the text it was written in, so
+ * `1.0` can be told from `1` (JSON.parse turns both into the same double,
+ * where Python reads a float from one and an int from the other). The
+ * inventory routes echo allocation_ratio in the kind the client wrote it, as
+ * Placement does; the differential test compares number kinds with it.
  */
 
 /** A number exactly as it appeared in the JSON text. */

@@ -1,0 +1,1 @@
+ALTER TABLE "inventories" DROP CONSTRAINT "inventories_allocation_ratio_positive";

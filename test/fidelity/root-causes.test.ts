@@ -1,0 +1,220 @@
+/**
+ * The divergences from Placement 8.0.0 that the differential test
+ * (npm run compat) found, one test per root cause, each asserting what the
+ * reference answers.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newUuid, startHarness, type Harness } from "../support/harness.js";
+import { generationOf, makeProvider, putInventories } from "../providers/support.js";
+
+let t: Harness;
+beforeAll(async () => {
+  t = await startHarness();
+});
+afterAll(async () => t.close());
+
+const detail = (res: { body: any }) => res.body.errors[0].detail as string;
+
+describe("provider traits", () => {
+  it("a PUT that changes nothing keeps the generation; a real change bumps it", async () => {
+    const rp = await makeProvider(t);
+    const set = (traits: string[], generation: number) =>
+      t.request("PUT", `/resource_providers/${rp}/traits`, { body: { traits, resource_provider_generation: generation } });
+    expect((await set(["HW_CPU_X86_SSE"], 0)).body.resource_provider_generation).toBe(1);
+    const noop = await set(["HW_CPU_X86_SSE"], 1);
+    expect(noop.status).toBe(200);
+    expect(noop.body.resource_provider_generation).toBe(1);
+    expect(await generationOf(t, rp)).toBe(1);
+    expect((await set([], 1)).body.resource_provider_generation).toBe(2);
+  });
+
+  it("a DELETE of no traits keeps the generation", async () => {
+    const rp = await makeProvider(t);
+    expect((await t.request("DELETE", `/resource_providers/${rp}/traits`)).status).toBe(204);
+    expect(await generationOf(t, rp)).toBe(0);
+  });
+
+  it("GET for an unknown provider names it twice, with Vary", async () => {
+    const uuid = newUuid();
+    const res = await t.request("GET", `/resource_providers/${uuid}/traits`);
+    expect(res.status).toBe(404);
+    expect(detail(res)).toBe(
+      `The resource could not be found.\n\n No resource provider with uuid ${uuid} found: No resource provider with uuid ${uuid} found  `,
+    );
+    expect(res.headers.get("vary")).toBe("openstack-api-version");
+  });
+});
+
+describe("allocation_ratio", () => {
+  it("accepts 0 and any other number up to the float maximum", async () => {
+    const rp = await makeProvider(t);
+    const res = await putInventories(t, rp, { VCPU: { total: 4, allocation_ratio: 0 } });
+    expect(res.status).toBe(200);
+    const negative = await t.request("PUT", `/resource_providers/${rp}/inventories/VCPU`, {
+      body: { resource_provider_generation: res.body.resource_provider_generation, total: 4, allocation_ratio: -1 },
+    });
+    expect(negative.status, negative.text).toBe(200);
+  });
+
+  it("is a float on reads (1.0, 16.0, 0.0), and echoed as the client wrote it on writes", async () => {
+    const rp = await makeProvider(t);
+    const put = await t.request("PUT", `/resource_providers/${rp}/inventories`, {
+      body: '{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8, "allocation_ratio": 16}, "DISK_GB": {"total": 9}, "MEMORY_MB": {"total": 9, "allocation_ratio": 0.0}}}',
+    });
+    expect(put.text).toContain('"VCPU":{"total":8,"reserved":0,"min_unit":1,"max_unit":2147483647,"step_size":1,"allocation_ratio":16}');
+    expect(put.text).toContain('"allocation_ratio":1.0}');
+    expect(put.text).toContain('"allocation_ratio":0.0}');
+    const get = await t.request("GET", `/resource_providers/${rp}/inventories`);
+    expect(get.text).toContain('"allocation_ratio":16.0}');
+    const one = await t.request("GET", `/resource_providers/${rp}/inventories/DISK_GB`);
+    expect(one.text).toContain('"allocation_ratio":1.0,');
+  });
+});
+
+describe("error details", () => {
+  it("are one line after the explanation, as webob's strip_tags leaves them", async () => {
+    const res = await t.request("POST", "/resource_classes", { body: { name: "GPU_A" } });
+    expect(res.status).toBe(400);
+    const [explanation, message, ...rest] = detail(res).split("\n\n");
+    expect(explanation).toBe("The server could not comply with the request since it is either malformed or otherwise incorrect.");
+    expect(rest).toEqual([]);
+    expect(message).toMatch(/^ JSON does not validate: 'GPU_A' does not match '\^CUSTOM_\[A-Z0-9_\]\+\$' {2}Failed validating/);
+    expect(message).not.toContain("\n");
+  });
+
+  it("405, 406 and 415 use webob's short template", async () => {
+    const res = await t.request("PATCH", "/resource_providers");
+    expect(detail(res)).toBe("The method PATCH is not allowed for this resource. \n\n The method specified is not allowed for this resource.");
+    const old = await t.request("DELETE", `/resource_providers/${newUuid()}/inventories`, { version: "1.4" });
+    expect(old.status).toBe(405);
+    expect(old.headers.get("allow")).toBeNull();
+    expect(detail(old)).toBe("The method DELETE is not allowed for this resource. \n\n ");
+  });
+});
+
+describe("headers", () => {
+  it("Content-Type is compared as written: APPLICATION/JSON is a 415", async () => {
+    const res = await t.request("POST", "/resource_providers", {
+      body: { name: `rp-${newUuid()}` },
+      headers: { "content-type": "APPLICATION/JSON" },
+    });
+    expect(res.status).toBe(415);
+    expect(detail(res)).toBe(
+      "The request media type APPLICATION/JSON is not supported by this server. \n\n The media type APPLICATION/JSON is not supported, use application/json",
+    );
+  });
+
+  it("a bad content type is a 415 before the policy's 403", async () => {
+    const rp = await makeProvider(t);
+    const res = await t.request("PUT", `/resource_providers/${rp}/traits`, {
+      body: { traits: [], resource_provider_generation: 0 },
+      headers: { "content-type": "text/plain" },
+      token: "someone:proj",
+    });
+    expect(res.status).toBe(415);
+  });
+
+  it("no Vary on errors Placement raises past its handlers; Vary on the ones its handlers answer", async () => {
+    const vary = async (method: string, path: string, token?: string) =>
+      (await t.request(method, path, { token, body: method === "PUT" ? {} : undefined })).headers.get("vary");
+    expect(await vary("GET", `/resource_providers/${newUuid()}`)).toBeNull();
+    expect(await vary("GET", "/resource_classes/CUSTOM_NOPE")).toBeNull();
+    expect(await vary("GET", "/no/such/route")).toBeNull();
+    expect(await vary("GET", "/resource_providers", "someone:proj")).toBeNull();
+    expect(await vary("DELETE", `/resource_providers/${newUuid()}`)).toBe("openstack-api-version");
+    expect(await vary("GET", "/traits/CUSTOM_NOPE")).toBe("openstack-api-version");
+  });
+
+  it("Last-Modified: none on the inventories of a provider without any, none on PUT of a never-updated provider", async () => {
+    const root = await makeProvider(t);
+    const child = await makeProvider(t, { parent: root });
+    const inventories = await t.request("GET", `/resource_providers/${child}/inventories`);
+    expect(inventories.headers.get("last-modified")).toBeNull();
+    expect(inventories.headers.get("cache-control")).toBe("no-cache");
+    const put = await t.request("PUT", `/resource_providers/${child}`, { body: { name: `renamed-${child}` } });
+    expect(put.status).toBe(200);
+    expect(put.headers.get("last-modified")).toBeNull();
+    const again = await t.request("PUT", `/resource_providers/${child}`, { body: { name: `again-${child}` } });
+    expect(again.headers.get("last-modified")).toMatch(/GMT$/);
+  });
+
+  it("HEAD answered 405 is webob's HTML page", async () => {
+    const res = await t.request("HEAD", "/resource_providers");
+    expect(res.status).toBe(405);
+    expect(res.headers.get("content-type")).toBe("text/html; charset=UTF-8");
+  });
+
+  it("the noauth2 401 has webob's own body", async () => {
+    const res = await t.request("GET", "/resource_providers", { token: null });
+    expect(res.status).toBe(401);
+    expect(res.text).toBe(
+      '{"message": "This server could not verify that you are authorized to access the document you requested. Either you supplied the wrong credentials (e.g., bad password), or your browser does not understand how to supply the credentials required.<br /><br />\\n\\n\\n", "code": "401 Unauthorized", "title": "Unauthorized"}',
+    );
+    expect(res.headers.get("www-authenticate")).toBeNull();
+  });
+});
+
+describe("microversion header", () => {
+  it("1.-1 and -1.0 are integers outside the list: 406", async () => {
+    for (const version of ["1.-1", "-1.0", "1.40"]) {
+      const res = await t.request("GET", "/resource_providers", { version });
+      expect(res.status, version).toBe(406);
+      expect(detail(res)).toContain(`Invalid microversion: Unacceptable version header: ${version}`);
+    }
+  });
+
+  it("anything else is a 400 worded with Python's error", async () => {
+    const cases: Record<string, string> = {
+      abc: "invalid version string: abc; invalid literal for int() with base 10: 'abc'",
+      "1.2.3": "invalid version string: 1.2.3; invalid literal for int() with base 10: '2.3'",
+      "1": "invalid version string: 1; Version.__new__() missing 1 required positional argument: 'minor'",
+    };
+    for (const [version, message] of Object.entries(cases)) {
+      const res = await t.request("GET", "/resource_providers", { version });
+      expect(res.status, version).toBe(400);
+      expect(detail(res)).toContain(`Invalid microversion: ${message}`);
+    }
+    expect((await t.request("GET", "/resource_providers", { version: "1.01" })).headers.get("openstack-api-version")).toBe("placement 1.1");
+  });
+});
+
+describe("provider and aggregate uuids", () => {
+  it("a parent written in upper case does not exist, as in Placement", async () => {
+    const parent = await makeProvider(t);
+    const res = await t.request("POST", "/resource_providers", {
+      body: { name: `rp-${newUuid()}`, parent_provider_uuid: parent.toUpperCase() },
+    });
+    expect(res.status).toBe(400);
+    expect(detail(res)).toContain("parent provider UUID does not exist.");
+  });
+
+  it("an aggregate as urn:uuid:... or {...} is a 400, never a 500", async () => {
+    const rp = await makeProvider(t);
+    const agg = newUuid();
+    for (const spelling of [`urn:uuid:${agg}`, `{${agg}}`]) {
+      const res = await t.request("PUT", `/resource_providers/${rp}/aggregates`, {
+        body: { aggregates: [spelling], resource_provider_generation: 0 },
+      });
+      expect(res.status, spelling).toBe(400);
+      expect(detail(res)).toContain(`Invalid aggregate uuid ${spelling}`);
+    }
+    expect(await generationOf(t, rp)).toBe(0);
+  });
+});
+
+describe("GET /usages", () => {
+  it("a repeated project_id counts by its last value, as webob reads it", async () => {
+    const rp = await makeProvider(t);
+    await putInventories(t, rp, { VCPU: { total: 8 } });
+    const consumer = newUuid();
+    const put = await t.request("PUT", `/allocations/${consumer}`, {
+      version: "1.28",
+      body: { allocations: { [rp]: { resources: { VCPU: 2 } } }, project_id: "usage-last", user_id: "u", consumer_generation: null },
+    });
+    expect(put.status, put.text).toBe(204);
+    const last = await t.request("GET", "/usages?project_id=usage-first&project_id=usage-last", { version: "1.9" });
+    expect(last.body).toEqual({ usages: { VCPU: 2 } });
+    const first = await t.request("GET", "/usages?project_id=usage-last&project_id=usage-first", { version: "1.9" });
+    expect(first.body).toEqual({ usages: {} });
+  });
+});

@@ -1,0 +1,123 @@
+/**
+ * The real upstream Placement 8.0.0 (Debian's python3-placement under uwsgi,
+ * started by the conformance harness's reference-server script:
+ * `placement-manage db sync`, then uwsgi) on a fresh database of its own, on
+ * the local PostgreSQL or MariaDB, for the import tests.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, openSync, readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import mysql from "mysql2/promise";
+import pg from "pg";
+import { freePort } from "../../src/net.js";
+import { referenceUnavailable as compatReferenceUnavailable, REFERENCE_SCRIPT } from "../compat/servers.js";
+
+export const MARIADB_ADMIN_URL = process.env.PLACEMENT_TEST_MARIADB_URL ?? "mysql://root@127.0.0.1:3306";
+
+export interface Reference {
+  baseUrl: string;
+  /** The upstream database, as placement.conf would name it (SQLAlchemy form). */
+  databaseUrl: string;
+  stop(): Promise<void>;
+}
+
+/** Why the reference cannot run here, or undefined when it can (the differential test's check). */
+export function referenceUnavailable(): string | undefined {
+  return compatReferenceUnavailable() ?? undefined;
+}
+
+/** Why MariaDB cannot be used, or undefined; installs the Python driver upstream needs when it can. */
+export async function mariadbUnavailable(): Promise<string | undefined> {
+  if (spawnSync("/usr/bin/python3", ["-c", "import pymysql"]).status !== 0) {
+    spawnSync("bash", ["-c", "flock /work/wt/apt.lock apt-get install -y -q python3-pymysql || apt-get install -y -q python3-pymysql"], { stdio: "ignore" });
+    if (spawnSync("/usr/bin/python3", ["-c", "import pymysql"]).status !== 0) return "python3-pymysql (upstream's MySQL driver) cannot be installed";
+  }
+  try {
+    const c = await mysql.createConnection(MARIADB_ADMIN_URL);
+    await c.end();
+    return undefined;
+  } catch (err) {
+    return `no MariaDB at ${MARIADB_ADMIN_URL} (${(err as Error).message}); set PLACEMENT_TEST_MARIADB_URL`;
+  }
+}
+
+export async function startReference(kind: "postgresql" | "mariadb", postgresAdminUrl: string): Promise<Reference> {
+  const name = `upstream_${randomBytes(5).toString("hex")}`;
+  let databaseUrl: string;
+  let drop: () => Promise<void>;
+  if (kind === "postgresql") {
+    await pgAdmin(postgresAdminUrl, `CREATE DATABASE ${name}`);
+    const u = new URL(postgresAdminUrl);
+    u.pathname = `/${name}`;
+    databaseUrl = u.toString().replace(/^postgres(ql)?:/, "postgresql+psycopg2:");
+    drop = () => pgAdmin(postgresAdminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  } else {
+    const admin = await mysql.createConnection(MARIADB_ADMIN_URL);
+    await admin.query(`CREATE DATABASE ${name} CHARACTER SET utf8mb4`);
+    await admin.end();
+    databaseUrl = `${MARIADB_ADMIN_URL.replace(/^mysql:/, "mysql+pymysql:").replace(/\/$/, "")}/${name}?charset=utf8`;
+    drop = async () => {
+      const c = await mysql.createConnection(MARIADB_ADMIN_URL);
+      await c.query(`DROP DATABASE IF EXISTS ${name}`);
+      await c.end();
+    };
+  }
+  const port = await freePort();
+  const workdir = mkdtempSync(path.join(os.tmpdir(), "import-reference-"));
+  const logFile = path.join(workdir, "server.log");
+  const out = openSync(logFile, "a");
+  const child = spawn(REFERENCE_SCRIPT, [String(port), databaseUrl, "--workdir", path.join(workdir, "conf")], { stdio: ["ignore", out, out], detached: true });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode === null && child.pid) {
+      const exited = new Promise((r) => child.once("exit", r));
+      process.kill(-child.pid, "SIGTERM");
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      if (child.exitCode === null) process.kill(-child.pid, "SIGKILL");
+    }
+    await drop();
+  };
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (child.exitCode !== null) {
+      await drop();
+      throw new Error(`the reference exited (${child.exitCode}): ${readFileSync(logFile, "utf8").slice(-2000)}`);
+    }
+    try {
+      await fetch(`${baseUrl}/`);
+      break;
+    } catch {
+      if (Date.now() > deadline) {
+        await stop();
+        throw new Error(`the reference did not answer within 90 s: ${readFileSync(logFile, "utf8").slice(-2000)}`);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  return { baseUrl, databaseUrl, stop };
+}
+
+async function pgAdmin(adminUrl: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Runs one statement on the upstream database behind the reference's back (to break a row on purpose). */
+export async function sourceSql(kind: "postgresql" | "mariadb", databaseUrl: string, sql: string): Promise<void> {
+  const url = databaseUrl.replace(/^(postgresql|mysql)\+\w+:/, "$1:").replace(/\?.*$/, "");
+  if (kind === "postgresql") {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(sql).finally(() => client.end());
+  } else {
+    const c = await mysql.createConnection(url);
+    await c.query(sql).finally(() => c.end());
+  }
+}
