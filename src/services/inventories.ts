@@ -50,9 +50,13 @@ export const INVENTORY_DEFAULTS: Omit<InventoryData, "total"> = {
 };
 
 /**
- * Placement's inventory rule: before 1.26 reserved must be less than total;
- * from 1.26 it may equal total (a provider kept fully reserved).
- * Throws InvalidInventory for the first inventory that breaks it.
+ * Placement's inventory rule (_validate_inventory_capacity): the capacity,
+ * int((total - reserved) * allocation_ratio), must be positive before 1.26
+ * and not negative from 1.26 (a provider kept fully reserved). So a ratio of
+ * 0 is refused before 1.26 and accepted after, and a negative ratio is
+ * refused while reserved is below total. Its message speaks of reserved and
+ * total whatever the cause. Throws InvalidInventory for the first inventory
+ * that breaks it.
  */
 export function assertCapacity(
   providerUuid: string,
@@ -61,8 +65,10 @@ export function assertCapacity(
   during: InvalidInventory["during"],
 ): void {
   for (const [rc, inv] of items) {
-    // reserved against total only, as Placement's _validate_inventory_capacity: the ratio plays no part.
-    if (reservedMayEqualTotal ? inv.reserved > inv.total : inv.reserved >= inv.total) throw new InvalidInventory(providerUuid, rc, reservedMayEqualTotal, during);
+    const capacity = Math.trunc((inv.total - inv.reserved) * inv.allocationRatio);
+    // Placement lets a negative ratio turn reserved > total into a positive capacity; we never keep reserved above
+    // total (docs/placement-bugs.md).
+    if (inv.reserved > inv.total || (reservedMayEqualTotal ? capacity < 0 : capacity <= 0)) throw new InvalidInventory(providerUuid, rc, reservedMayEqualTotal, during);
   }
 }
 

@@ -26,30 +26,64 @@ function header(res: Response, name: string): string {
 }
 
 /**
- * Lists Placement reads without ORDER BY, so their order on the reference is
- * PostgreSQL's heap order of rows written from a Python set (hash-seed
- * dependent): trait and aggregate names. They are compared as sets.
+ * Lists whose order Placement does not define; they are compared as sets.
+ * Where Placement's order is defined (the standard resource classes first, in
+ * os-resource-classes' order; a provider's links; an error list) it is
+ * compared as written.
+ *
+ * - traits, aggregates: read without ORDER BY, rows written from a Python set.
+ * - resource_providers (GET /resource_providers): _get_all_by_filters_from_db
+ *   selects over a three-way join with no ORDER BY, so the order is whatever
+ *   plan PostgreSQL picks (it changes with the table's size and statistics).
+ *   A client cannot rely on it; compared as a set keyed by uuid.
+ * - allocation_requests, and the per-request allocations list before 1.12:
+ *   built into a Python set of AllocationRequest objects whose hash mixes
+ *   provider uuid strings, so their order changes with PYTHONHASHSEED, i.e.
+ *   with every start of the reference.
+ * - mappings' lists: each is a Python set of provider uuids.
  */
-const UNORDERED = new Set(["traits", "aggregates"]);
+const UNORDERED_NAMES = new Set(["traits", "aggregates"]);
+const UNORDERED_RECORDS = new Set(["resource_providers", "allocation_requests", "allocations"]);
+
+/** A sort key for any JSON value: members in name order, numbers as written. */
+const canonical = (value: JsonText): string =>
+  JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v) && !(v instanceof NumberToken)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+
+const sortedBy = (items: JsonText[], key: (v: JsonText) => string): JsonText[] =>
+  [...items].sort((a, b) => {
+    const x = key(a);
+    const y = key(b);
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
 
 /**
  * jsonschema's message is compared; what follows it in a 400's detail
  * ("Failed validating ... in schema...: <the schema, pretty-printed>") is
  * jsonschema's dump of Placement's own schema objects, not an API contract.
  */
-const SCHEMA_DUMP = /^(.*JSON does not validate: .*?) {2}Failed validating .*$/s;
+const SCHEMA_DUMP = /^(.*(?:JSON does not validate|Invalid query string parameters): .*?) {2}Failed validating .*$/s;
 
 /** Python's json module words a syntax error its own way ("Expecting value: line 1 column 1 (char 0)"). */
 const MALFORMED_JSON = /^(.*Malformed JSON: ).*$/s;
 
-function normalise(value: JsonText, key = ""): JsonText {
+function normalise(value: JsonText, key = "", parent = ""): JsonText {
   if (Array.isArray(value)) {
     const items = value.map((v) => normalise(v));
-    return UNORDERED.has(key) && items.every((v) => typeof v === "string") ? [...items].sort() : items;
+    const names = items.every((v) => typeof v === "string");
+    if (names && (UNORDERED_NAMES.has(key) || parent === "mappings")) return [...items].sort();
+    if (UNORDERED_RECORDS.has(key) && items.every((v) => v !== null && typeof v === "object")) {
+      const uuid = (v: JsonText) => ((v as Record<string, JsonText>).uuid as string | undefined) ?? canonical(v);
+      return sortedBy(items, key === "resource_providers" ? uuid : canonical);
+    }
+    return items;
   }
   if (typeof value === "string" && key === "detail") return value.replace(SCHEMA_DUMP, "$1").replace(MALFORMED_JSON, "$1");
   if (value && typeof value === "object" && !(value instanceof NumberToken)) {
-    return Object.fromEntries(Object.entries(value).filter(([k]) => k !== "request_id").map(([k, v]) => [k, normalise(v, k)]));
+    return Object.fromEntries(Object.entries(value).filter(([k]) => k !== "request_id").map(([k, v]) => [k, normalise(v, k, key)]));
   }
   return value;
 }

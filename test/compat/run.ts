@@ -11,6 +11,10 @@
  * occurrence of each, and exits 1 if any is not a documented reference bug
  * (docs/placement-bugs.md). Without the reference installed it says so and
  * exits 0, or 2 with --require-reference.
+ *
+ * --port-base N: the reference listens on N and ours on N+1 (both must be
+ * free; an engineer passes a port of the spare range, so concurrent runs on
+ * one machine cannot meet). Without it each takes a free ephemeral port.
  */
 import { parseArgs } from "node:util";
 import { runSeed, type Finding } from "./differential.js";
@@ -22,12 +26,18 @@ const { values } = parseArgs({
     steps: { type: "string", default: "500" },
     "require-reference": { type: "boolean", default: false },
     "max-shown": { type: "string", default: "40" },
+    "port-base": { type: "string" },
   },
 });
 
 const seeds = values.seeds!.split(",").map((s) => Number(s.trim()));
 const steps = Number(values.steps);
 const maxShown = Number(values["max-shown"]);
+const portBase = values["port-base"] === undefined ? undefined : Number(values["port-base"]);
+if (portBase !== undefined && !(Number.isInteger(portBase) && portBase > 0 && portBase < 65535)) {
+  console.error(`compat: --port-base must be a port number, not ${values["port-base"]}`);
+  process.exit(2);
+}
 const adminUrl = process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
 
 const clip = (text: string, max = 700) => (text.length > max ? `${text.slice(0, max)}...` : text);
@@ -61,7 +71,10 @@ async function main(): Promise<number> {
   for (const seed of seeds) {
     const dbPrefix = `compat_${process.pid}_${seed}`;
     const started = Date.now();
-    const [reference, ours] = await Promise.all([startReference(adminUrl, `${dbPrefix}_ref`), startOurs(adminUrl, `${dbPrefix}_ours`)]);
+    const [reference, ours] = await Promise.all([
+      startReference(adminUrl, `${dbPrefix}_ref`, portBase),
+      startOurs(adminUrl, `${dbPrefix}_ours`, portBase === undefined ? undefined : portBase + 1),
+    ]);
     try {
       const result = await runSeed(seed, steps, { reference: reference.baseUrl, ours: ours.baseUrl });
       const unexpected = result.findings.filter((f) => !f.knownBug).length;

@@ -46,14 +46,35 @@ describe("provider traits", () => {
 });
 
 describe("allocation_ratio", () => {
-  it("accepts 0 and any other number up to the float maximum", async () => {
+  // Placement's rule is on the capacity, int((total - reserved) * allocation_ratio): positive before 1.26, not negative from 1.26.
+  it("accepts 0 from 1.26 (capacity 0) and refuses it before, in reserved-and-total words", async () => {
     const rp = await makeProvider(t);
+    const old = await t.request("PUT", `/resource_providers/${rp}/inventories`, {
+      version: "1.17",
+      body: { resource_provider_generation: 0, inventories: { VCPU: { total: 4, allocation_ratio: 0 } } },
+    });
+    expect(old.status).toBe(400);
+    expect(detail(old)).toContain(`Invalid inventory for 'VCPU' on resource provider '${rp}'. The reserved value is greater than or equal to total.`);
     const res = await putInventories(t, rp, { VCPU: { total: 4, allocation_ratio: 0 } });
     expect(res.status).toBe(200);
-    const negative = await t.request("PUT", `/resource_providers/${rp}/inventories/VCPU`, {
-      body: { resource_provider_generation: res.body.resource_provider_generation, total: 4, allocation_ratio: -1 },
+  });
+
+  it("refuses a capacity truncated to 0 before 1.26 and a negative capacity from 1.26", async () => {
+    const rp = await makeProvider(t);
+    const half = await t.request("POST", `/resource_providers/${rp}/inventories`, {
+      version: "1.17",
+      body: { resource_provider_generation: 0, resource_class: "VCPU", total: 4, reserved: 3, allocation_ratio: 0.5 },
     });
-    expect(negative.status, negative.text).toBe(200);
+    expect(half.status).toBe(400);
+    const put = (inventory: object) =>
+      t.request("PUT", `/resource_providers/${rp}/inventories`, { body: { resource_provider_generation: 0, inventories: { VCPU: inventory } } });
+    const negative = await put({ total: 4, allocation_ratio: -1 });
+    expect(negative.status).toBe(400);
+    expect(detail(negative)).toContain("The reserved value is greater than total.");
+    // Two negatives make a positive capacity, which Placement accepts; reserved above total is refused here all the same.
+    const both = await put({ total: 4, reserved: 6, allocation_ratio: -1 });
+    expect(both.status, both.text).toBe(400);
+    expect(detail(both)).toContain("The reserved value is greater than total.");
   });
 
   it("is a float on reads (1.0, 16.0, 0.0), and echoed as the client wrote it on writes", async () => {

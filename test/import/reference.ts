@@ -1,18 +1,15 @@
 /**
- * The real upstream Placement 8.0.0 (Debian's python3-placement under uwsgi,
- * started by the conformance harness's reference-server script:
- * `placement-manage db sync`, then uwsgi) on a fresh database of its own, on
- * the local PostgreSQL or MariaDB, for the import tests.
+ * The real upstream Placement 8.0.0 (test/support/reference-placement.ts) on
+ * a fresh database of its own, on the local PostgreSQL or MariaDB, for the
+ * import tests.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, openSync, readFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import mysql from "mysql2/promise";
 import pg from "pg";
-import { freePort } from "../../src/net.js";
-import { referenceUnavailable as compatReferenceUnavailable, REFERENCE_SCRIPT } from "../compat/servers.js";
+import { startReferencePlacement } from "../support/reference-placement.js";
+
+export { referenceUnavailable } from "../support/reference-placement.js";
 
 export const MARIADB_ADMIN_URL = process.env.PLACEMENT_TEST_MARIADB_URL ?? "mysql://root@127.0.0.1:3306";
 
@@ -21,11 +18,6 @@ export interface Reference {
   /** The upstream database, as placement.conf would name it (SQLAlchemy form). */
   databaseUrl: string;
   stop(): Promise<void>;
-}
-
-/** Why the reference cannot run here, or undefined when it can (the differential test's check). */
-export function referenceUnavailable(): string | undefined {
-  return compatReferenceUnavailable() ?? undefined;
 }
 
 /** Why MariaDB cannot be used, or undefined; installs the Python driver upstream needs when it can. */
@@ -64,39 +56,20 @@ export async function startReference(kind: "postgresql" | "mariadb", postgresAdm
       await c.end();
     };
   }
-  const port = await freePort();
-  const workdir = mkdtempSync(path.join(os.tmpdir(), "import-reference-"));
-  const logFile = path.join(workdir, "server.log");
-  const out = openSync(logFile, "a");
-  const child = spawn(REFERENCE_SCRIPT, [String(port), databaseUrl, "--workdir", path.join(workdir, "conf")], { stdio: ["ignore", out, out], detached: true });
-  const baseUrl = `http://127.0.0.1:${port}`;
-  const stop = async () => {
-    if (child.exitCode === null && child.pid) {
-      const exited = new Promise((r) => child.once("exit", r));
-      process.kill(-child.pid, "SIGTERM");
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-      if (child.exitCode === null) process.kill(-child.pid, "SIGKILL");
-    }
+  try {
+    const server = await startReferencePlacement({ databaseUrl, readyTimeoutMs: 90_000 });
+    return {
+      baseUrl: server.baseUrl,
+      databaseUrl,
+      stop: async () => {
+        await server.stop();
+        await drop();
+      },
+    };
+  } catch (err) {
     await drop();
-  };
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (child.exitCode !== null) {
-      await drop();
-      throw new Error(`the reference exited (${child.exitCode}): ${readFileSync(logFile, "utf8").slice(-2000)}`);
-    }
-    try {
-      await fetch(`${baseUrl}/`);
-      break;
-    } catch {
-      if (Date.now() > deadline) {
-        await stop();
-        throw new Error(`the reference did not answer within 90 s: ${readFileSync(logFile, "utf8").slice(-2000)}`);
-      }
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    throw err;
   }
-  return { baseUrl, databaseUrl, stop };
 }
 
 async function pgAdmin(adminUrl: string, sql: string): Promise<void> {
