@@ -151,7 +151,7 @@ export function renderError(
   if (wanted === "text/html") {
     const detail =
       err.explanation !== undefined
-        ? `${escapeHtml(err.explanation)} <br /><br />\n${escapeHtml(err.detail)}`
+        ? `${escapeHtml(err.explanation)}\n<br /><br />\n${escapeHtml(err.detail)}` // webob's 415 template
         : `${escapeHtml(STATUS_TEXT[err.status]?.explanation ?? "")}<br /><br />\n${escapeHtml(err.detail)}\n\n`;
     return {
       contentType: "text/html; charset=UTF-8",
@@ -176,8 +176,9 @@ function renderWebobDefault(err: PlacementError, wanted: string | undefined, sta
   return { contentType: "text/plain; charset=UTF-8", text: `${status}\n\n${explanation}\n\n   ` };
 }
 
+/** Python's html.escape(s, quote=True), as webob escapes a detail for its HTML page. */
 function escapeHtml(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#x27;");
 }
 
 /** Seconds a client is told to wait before retrying a 503: a restarting database is usually back within a few. */

@@ -17,6 +17,8 @@ export interface Finding {
   differences: Difference[];
   /** The docs/placement-bugs.md anchor when this is a documented reference bug. */
   knownBug?: string;
+  /** For a re-read: the write it followed (what a divergence in a generation needs to be traced). */
+  after?: Exchange;
 }
 
 export interface SeedResult {
@@ -47,7 +49,7 @@ export async function runSeed(seed: number, steps: number, urls: { reference: st
   let step = 0;
 
   /** Sends one request to both sides; returns the answers with their symbolised texts and whether they agreed. */
-  const exchange = async (label: string, template: Request, global = false, beforeCompare?: Step["after"]) => {
+  const exchange = async (label: string, template: Request, global = false, beforeCompare?: Step["after"], after?: Exchange) => {
     const rendered = sides.map((side) => side.render(template));
     const answers = await Promise.all(rendered.map((req, i) => send(baseUrls[i], req)));
     requests += 2;
@@ -65,21 +67,21 @@ export async function runSeed(seed: number, steps: number, urls: { reference: st
       const bug = knownBug(record, differences);
       const prefix = global && model.diverged && !bug ? "(after an earlier divergence) " : "";
       for (const d of differences) {
-        findings.push({ cause: `${prefix}${label} | ${d.aspect}`, seed, step, exchange: record, differences, knownBug: bug?.anchor });
+        findings.push({ cause: `${prefix}${label} | ${d.aspect}`, seed, step, exchange: record, differences, knownBug: bug?.anchor, after });
       }
     }
-    return { answers, texts, agreed: differences.length === 0 };
+    return { answers, texts, agreed: differences.length === 0, record };
   };
 
-  const refresh = async (kind: RefreshKind, sym: string, after: string): Promise<boolean> => {
+  const refresh = async (kind: RefreshKind, sym: string, write: Exchange): Promise<boolean> => {
     const { label, request } = refreshRequest(kind, sym);
-    const { answers, texts, agreed } = await exchange(`${label} after ${after}`, request);
+    const { answers, texts, agreed } = await exchange(`${label} after ${write.label}`, request, false, undefined, write);
     if (agreed) applyRefresh(kind, sym, model, sides.map((side, i) => [side, answers[i], texts[i]] as [SideState, Response, string]));
     return agreed;
   };
 
   const runStep = async (s: Step) => {
-    const { agreed } = await exchange(s.label, s.request, s.global, s.after);
+    const { agreed, record } = await exchange(s.label, s.request, s.global, s.after);
     for (const cleanup of s.cleanup ?? []) await Promise.all(sides.map((side, i) => send(baseUrls[i], side.render(cleanup))));
     let consistent = agreed || !!s.cleanup;
     const touched: Array<[RefreshKind, string[] | undefined]> = [
@@ -90,7 +92,7 @@ export async function runSeed(seed: number, steps: number, urls: { reference: st
       ["consumers", s.touches?.consumers],
     ];
     const results: Array<[RefreshKind, string, boolean]> = [];
-    for (const [kind, syms] of touched) for (const sym of syms ?? []) results.push([kind, sym, await refresh(kind, sym, s.label)]);
+    for (const [kind, syms] of touched) for (const sym of syms ?? []) results.push([kind, sym, await refresh(kind, sym, record)]);
     if (!consistent || results.some(([, , ok]) => !ok)) {
       consistent = false;
       for (const [kind, sym] of results) (kind === "consumers" ? model.taintConsumer(sym) : model.taintProvider(sym));

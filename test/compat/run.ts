@@ -55,6 +55,10 @@ function describe(finding: Finding): string {
     e.request.body !== undefined ? `  body:      ${clip(e.request.body)}` : null,
     `  reference: ${e.reference.status} [${headers(e.reference.headers)}] ${clip(e.reference.text)}`,
     `  ours:      ${e.ours.status} [${headers(e.ours.headers)}] ${clip(e.ours.text)}`,
+    finding.after
+      ? `  after:     ${finding.after.request.method} ${finding.after.request.path} ${clip(finding.after.request.body ?? "", 1500)} -> ` +
+        `${finding.after.reference.status} ${clip(finding.after.reference.text, 300)} | ours ${finding.after.ours.status}`
+      : null,
     ...finding.differences.map((d) => `  differs:   ${d.aspect}: ${clip(d.reference, 200)} vs ${clip(d.ours, 200)}`),
   ]
     .filter((line) => line !== null)

@@ -239,3 +239,23 @@ describe("GET /usages", () => {
     expect(first.body).toEqual({ usages: {} });
   });
 });
+
+describe("HTML error pages, as webob writes them", () => {
+  it("escape quotes in the detail as Python's html.escape does", async () => {
+    const res = await t.request("GET", "/resource_providers", { version: null, headers: { accept: "text/html", "openstack-api-version": "placement abc" } });
+    expect(res.status).toBe(400);
+    expect(res.text).toContain("Invalid microversion: invalid version string: abc; invalid literal for int() with base 10: &#x27;abc&#x27;\n");
+  });
+
+  it("put the 415's explanation and detail on lines of their own around the breaks", async () => {
+    const rp = await makeProvider(t);
+    const res = await t.request("PUT", `/resource_providers/${rp}/traits`, {
+      body: { traits: [], resource_provider_generation: 0 },
+      headers: { accept: "text/html", "content-type": "text/plain" },
+    });
+    expect(res.status).toBe(415);
+    expect(res.text).toContain(
+      "  The request media type text/plain is not supported by this server.\n<br /><br />\nThe media type text/plain is not supported, use application/json\n </body>",
+    );
+  });
+});
