@@ -24,6 +24,11 @@ export function methodNotAllowed(method: string, allowed: string[]): PlacementEr
 export interface RouteOptions {
   /** The GET answers no body (e.g. 204 on /traits/{name}), so any Accept header will do. */
   getAcceptsAnything?: boolean;
+  /**
+   * The GET exists from this microversion: an older request is a 404 before
+   * any Accept check (Placement's version_handler wraps its check_accept).
+   */
+  getSince?: VersionString;
 }
 
 /** Registers `handlers` on `path` plus the 405 fallback for every other method. */
@@ -51,6 +56,7 @@ export function declareRoute<P extends string>(
 function guardGet<P extends string>(handler: Handler<AppEnv, P>, methods: Method[], options: RouteOptions): Handler<AppEnv, P> {
   return (c, next) => {
     if (c.req.method === "HEAD") throw methodNotAllowed("HEAD", methods);
+    if (options.getSince) requireMicroversion(c, options.getSince);
     const accept = c.req.header("accept");
     if (!options.getAcceptsAnything && !acceptsJson(accept)) throw notAcceptable("Only application/json is provided", accept);
     return handler(c, next);

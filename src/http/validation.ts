@@ -103,7 +103,8 @@ export function translateIssue(issue: Issue): Translated {
       return { message: `${pyRepr(input)} is not a ${pyRepr(issue.format)}`, validator: "format", path };
     }
     case "unrecognized_keys": {
-      const keys = issue.keys.map(pyRepr).join(", ");
+      // jsonschema's extras_msg sorts the names.
+      const keys = [...issue.keys].sort().map(pyRepr).join(", ");
       return {
         message: `Additional properties are not allowed (${keys} ${issue.keys.length === 1 ? "was" : "were"} unexpected)`,
         validator: "additionalProperties",

@@ -61,8 +61,9 @@ export function aggregateRoutes(deps: RouteDeps): Hono<AppEnv> {
     },
 
     PUT: async (c) => {
-      requireMicroversion(c, "1.1");
+      // Placement's require_content wraps its version_handler here: a 415 before the 404 of 1.0.
       requireJsonContent(c);
+      requireMicroversion(c, "1.1");
       authorize(c, "placement:resource_providers:aggregates:update");
       const uuid = c.req.param("uuid");
       // Placement looks the provider up before it reads the body: 404 wins over 400.

@@ -31,6 +31,6 @@ export function allocationCandidateRoutes(deps: RouteDeps): Hono<AppEnv> {
       setLastModified(c, new Date());
       return c.body(bytes, 200, { "content-type": "application/json" });
     },
-  });
+  }, { getSince: "1.10" });
   return app;
 }

@@ -52,30 +52,53 @@ export const PUT_ALLOCATIONS_V1_8 = PUT_ALLOCATIONS_V1_0.extend({ project_id: EX
 /** Provider uuid to {resources, optional generation}: the shape GET returns, so it can be sent back. */
 const ALLOCATIONS_DICT = z.record(UUID_KEY, z.strictObject({ generation: z.int().optional(), resources: RESOURCES }));
 
+/**
+ * From 1.12 Placement's allocation schemas list additionalProperties before
+ * required, and jsonschema's best_match reports the first of two complaints
+ * about one object: a body with both an unexpected and a missing property is
+ * refused for the unexpected one. zod reports unknown keys last, so these
+ * objects check them first.
+ */
+function extrasFirst<S extends z.ZodObject>(schema: S): S {
+  const known = new Set(Object.keys(schema.shape));
+  const checked = z.unknown().check((ctx) => {
+    const v = ctx.value;
+    if (!v || typeof v !== "object" || Array.isArray(v)) return;
+    const keys = Object.keys(v).filter((k) => !known.has(k));
+    if (keys.length) ctx.issues.push({ code: "unrecognized_keys", keys, input: v, path: [] } as unknown as (typeof ctx.issues)[number]);
+  });
+  return checked.pipe(schema) as unknown as S;
+}
+
 /** 1.12: allocations keyed by provider uuid. */
-export const PUT_ALLOCATIONS_V1_12 = z.strictObject({
+const V1_12 = z.strictObject({
   allocations: minProperties(ALLOCATIONS_DICT, 1),
   project_id: EXTERNAL_ID,
   user_id: EXTERNAL_ID,
 });
 
 /** POST /allocations allows empty allocations (they remove the consumer's). */
-const DELETABLE_ALLOCATIONS = PUT_ALLOCATIONS_V1_12.extend({ allocations: ALLOCATIONS_DICT });
+const DELETABLE_ALLOCATIONS = V1_12.extend({ allocations: ALLOCATIONS_DICT });
 
 /** 1.28: consumer_generation is required (null for a new consumer); PUT may now send empty allocations. */
-export const PUT_ALLOCATIONS_V1_28 = DELETABLE_ALLOCATIONS.extend({ consumer_generation: z.int().nullable() });
+const V1_28 = DELETABLE_ALLOCATIONS.extend({ consumer_generation: z.int().nullable() });
 
 /** 1.34: the mappings of an allocation candidate may be sent back (accepted, not stored, as in Placement). */
-export const PUT_ALLOCATIONS_V1_34 = PUT_ALLOCATIONS_V1_28.extend({
+const V1_34 = V1_28.extend({
   mappings: minProperties(z.record(MAPPING_SUFFIX, z.array(uuidFormat).min(1)), 1).optional(),
 });
 
 /** 1.38: consumer_type is required. */
-export const PUT_ALLOCATIONS_V1_38 = PUT_ALLOCATIONS_V1_34.extend({ consumer_type: CONSUMER_TYPE });
+const V1_38 = V1_34.extend({ consumer_type: CONSUMER_TYPE });
+
+export const PUT_ALLOCATIONS_V1_12 = extrasFirst(V1_12);
+export const PUT_ALLOCATIONS_V1_28 = extrasFirst(V1_28);
+export const PUT_ALLOCATIONS_V1_34 = extrasFirst(V1_34);
+export const PUT_ALLOCATIONS_V1_38 = extrasFirst(V1_38);
 
 const byConsumer = <S extends z.ZodType>(perConsumer: S, min: number) => minProperties(z.record(UUID_KEY, perConsumer), min);
 
-export const POST_ALLOCATIONS_V1_13 = byConsumer(DELETABLE_ALLOCATIONS, 1);
+export const POST_ALLOCATIONS_V1_13 = byConsumer(extrasFirst(DELETABLE_ALLOCATIONS), 1);
 export const POST_ALLOCATIONS_V1_28 = byConsumer(PUT_ALLOCATIONS_V1_28, 1);
 export const POST_ALLOCATIONS_V1_34 = byConsumer(PUT_ALLOCATIONS_V1_34, 1);
 export const POST_ALLOCATIONS_V1_38 = byConsumer(PUT_ALLOCATIONS_V1_38, 1);

@@ -48,7 +48,7 @@ export function resourceClassRoutes({ db, store }: RouteDeps): Hono<AppEnv> {
       const rc = await createResourceClass(store, name);
       return c.body(null, 201, { location: classUrl(rc.name) });
     },
-  });
+  }, { getSince: "1.2" });
 
   declareRoute(app, "/resource_classes/:name", {
     GET: async (c) => {
@@ -73,7 +73,7 @@ export function resourceClassRoutes({ db, store }: RouteDeps): Hono<AppEnv> {
       await deleteResourceClass(store, c.req.param("name"));
       return c.body(null, 204);
     },
-  });
+  }, { getSince: "1.2" });
 
   /** From 1.7 the PUT has no body: the name in the path is validated as the body's name was. */
   async function ensureClass(c: AppContext) {

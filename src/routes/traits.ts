@@ -75,7 +75,7 @@ export function traitRoutes({ db, store }: RouteDeps): Hono<AppEnv> {
       setLastModified(c, newestTimestamp(rows));
       return c.json({ traits: traitNames(rows) });
     },
-  });
+  }, { getSince: "1.6" });
 
   declareRoute(app, "/traits/:name", {
     GET: async (c) => {
@@ -126,7 +126,7 @@ export function traitRoutes({ db, store }: RouteDeps): Hono<AppEnv> {
       await setProviderTraits(store, c.req.param("uuid"), []);
       return c.body(null, 204);
     },
-  });
+  }, { getSince: "1.6" });
 
   return app;
 }

@@ -61,7 +61,7 @@ export function usageRoutes(deps: AppDeps): Hono<AppEnv> {
       setLastModified(c, new Date());
       return c.json({ usages });
     },
-  });
+  }, { getSince: "1.9" });
 
   return app;
 }

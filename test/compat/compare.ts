@@ -70,6 +70,21 @@ const SCHEMA_DUMP = /^(.*(?:JSON does not validate|Invalid query string paramete
 /** Python's json module words a syntax error its own way ("Expecting value: line 1 column 1 (char 0)"). */
 const MALFORMED_JSON = /^(.*Malformed JSON: ).*$/s;
 
+/**
+ * Placement formats some Python sets into its messages with %s (the
+ * `same_subtree` suffixes not found, and the suffixes there are): their
+ * order follows the hash seed, i.e. changes with every start of the
+ * reference. Lists of quoted names in a detail are compared as sets.
+ */
+const PYTHON_NAME_LIST = /\[(?:'[^']*'(?:, )?)+\]/g;
+const sortPythonList = (list: string) => `[${(list.slice(1, -1).match(/'[^']*'/g) ?? []).sort().join(", ")}]`;
+
+/** A provider created without a uuid is named in its 400 by the uuid the server chose for it. */
+const CHOSEN_UUID = /(Unable to create resource provider "[^"]*", )[0-9a-f-]{36}/g;
+
+const normaliseDetail = (detail: string) =>
+  detail.replace(SCHEMA_DUMP, "$1").replace(MALFORMED_JSON, "$1").replace(PYTHON_NAME_LIST, sortPythonList).replace(CHOSEN_UUID, "$1{chosen}");
+
 function normalise(value: JsonText, key = "", parent = ""): JsonText {
   if (Array.isArray(value)) {
     const items = value.map((v) => normalise(v));
@@ -81,7 +96,7 @@ function normalise(value: JsonText, key = "", parent = ""): JsonText {
     }
     return items;
   }
-  if (typeof value === "string" && key === "detail") return value.replace(SCHEMA_DUMP, "$1").replace(MALFORMED_JSON, "$1");
+  if (typeof value === "string" && key === "detail") return normaliseDetail(value);
   if (value && typeof value === "object" && !(value instanceof NumberToken)) {
     return Object.fromEntries(Object.entries(value).filter(([k]) => k !== "request_id").map(([k, v]) => [k, normalise(v, k, key)]));
   }

@@ -28,9 +28,8 @@ export interface SeedResult {
   findings: Finding[];
 }
 
-const SWEEP_EVERY = 50;
-
-export async function runSeed(seed: number, steps: number, urls: { reference: string; ours: string }): Promise<SeedResult> {
+/** By default every provider's generation is compared every 50 steps; --sweep-every 1 finds the step that diverged. */
+export async function runSeed(seed: number, steps: number, urls: { reference: string; ours: string }, sweepEvery = 50): Promise<SeedResult> {
   const sides = [new SideState("reference"), new SideState("ours")] as const;
   const baseUrls = [urls.reference, urls.ours];
   const generatedUuid = (sym: string, ...answers: Response[]) => {
@@ -53,6 +52,8 @@ export async function runSeed(seed: number, steps: number, urls: { reference: st
     const rendered = sides.map((side) => side.render(template));
     const answers = await Promise.all(rendered.map((req, i) => send(baseUrls[i], req)));
     requests += 2;
+    // COMPAT_TRACE=<step>: print every request of that step with both answers (to trace a divergence).
+    if (process.env.COMPAT_TRACE === String(step)) console.log("TRACE", label, rendered[0].method, rendered[0].path, JSON.stringify(rendered[0].headers), rendered[0].body, "->", answers[0].status, answers[0].text.slice(0, 300), "| ours", answers[1].status, answers[1].text.slice(0, 300));
     beforeCompare?.(answers[0], answers[1]);
     const texts = answers.map((res, i) => sides[i].symbolise(res.text));
     const symbolised = answers.map((res, i) => {
@@ -83,6 +84,15 @@ export async function runSeed(seed: number, steps: number, urls: { reference: st
   const runStep = async (s: Step) => {
     const { agreed, record } = await exchange(s.label, s.request, s.global, s.after);
     for (const cleanup of s.cleanup ?? []) await Promise.all(sides.map((side, i) => send(baseUrls[i], side.render(cleanup))));
+    for (const sym of s.resync ?? []) {
+      const { request } = refreshRequest("providers", sym);
+      await Promise.all(
+        sides.map(async (side, i) => {
+          const res = await send(baseUrls[i], side.render(request));
+          if (res.status === 200) side.providerGenerations.set(sym, JSON.parse(res.text).generation);
+        }),
+      );
+    }
     let consistent = agreed || !!s.cleanup;
     const touched: Array<[RefreshKind, string[] | undefined]> = [
       ["providers", s.touches?.providers],
@@ -112,7 +122,7 @@ export async function runSeed(seed: number, steps: number, urls: { reference: st
 
   for (step = 1; step <= steps; step++) {
     for (const s of workload.next()) await runStep(s);
-    if (step % SWEEP_EVERY === 0) await sweep();
+    if (step % sweepEvery === 0) await sweep();
   }
   await sweep();
   return { seed, steps, requests, findings };

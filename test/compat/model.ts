@@ -92,6 +92,12 @@ export interface Step {
   after?: (reference: Response, ours: Response) => void;
   /** Sent to both after the step, not compared: brings the sides back together after a known reference bug. */
   cleanup?: Request[];
+  /**
+   * Providers whose generation the step and its cleanup moved differently on
+   * each side because of a known reference bug: each side re-reads its own,
+   * not compared, so the next sweep does not report the bug again.
+   */
+  resync?: string[];
   /** Query over everything (lists, candidates, usages): may differ only because of an earlier divergence. */
   global?: boolean;
 }

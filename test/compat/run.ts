@@ -27,6 +27,7 @@ const { values } = parseArgs({
     "require-reference": { type: "boolean", default: false },
     "max-shown": { type: "string", default: "40" },
     "port-base": { type: "string" },
+    "sweep-every": { type: "string", default: "50" },
   },
 });
 
@@ -80,7 +81,7 @@ async function main(): Promise<number> {
       startOurs(adminUrl, `${dbPrefix}_ours`, portBase === undefined ? undefined : portBase + 1),
     ]);
     try {
-      const result = await runSeed(seed, steps, { reference: reference.baseUrl, ours: ours.baseUrl });
+      const result = await runSeed(seed, steps, { reference: reference.baseUrl, ours: ours.baseUrl }, Number(values["sweep-every"]));
       const unexpected = result.findings.filter((f) => !f.knownBug).length;
       console.log(
         `seed ${seed}: ${result.steps} steps, ${result.requests} requests, ${result.findings.length} differences ` +

@@ -170,6 +170,8 @@ export function retryAfterUnknownProvider(c: Context): Step[] {
       label: "PUT /allocations/{consumer} [retry after unknown provider]",
       request: put(allocation),
       cleanup: [{ method: "DELETE", path: `/allocations/${sym}`, headers: { "x-auth-token": "admin", "openstack-api-version": "placement 1.39" } }],
+      // Ours wrote and removed the allocation (two bumps); the reference refused it.
+      resync: [...allocation.keys()],
     },
   ];
 }

@@ -259,3 +259,48 @@ describe("HTML error pages, as webob writes them", () => {
     );
   });
 });
+
+describe("validation messages, as jsonschema words them", () => {
+  it("name unexpected properties in sorted order", async () => {
+    const res = await t.request("GET", "/resource_providers?name=x&member_of=in:a3333333-3333-4333-8333-333333333333&foo=bar", { version: "1.1" });
+    expect(res.status).toBe(400);
+    expect(detail(res)).toContain("Invalid query string parameters: Additional properties are not allowed ('foo', 'member_of' were unexpected)");
+  });
+});
+
+describe("which check answers first, as Placement's decorators nest", () => {
+  it("a GET older than its route is a 404 before an Accept that rules JSON out is a 406", async () => {
+    for (const [path, version] of [
+      ["/allocation_candidates?resources=VCPU:1", "1.9"],
+      ["/resource_classes", "1.1"],
+      ["/traits", "1.5"],
+      ["/usages?project_id=p", "1.8"],
+    ]) {
+      const res = await t.request("GET", path, { version, headers: { accept: "text/plain" } });
+      expect(res.status, path).toBe(404);
+    }
+    // GET .../aggregates checks Accept first.
+    const rp = await makeProvider(t);
+    expect((await t.request("GET", `/resource_providers/${rp}/aggregates`, { version: "1.0", headers: { accept: "text/plain" } })).status).toBe(406);
+  });
+
+  it("PUT .../aggregates at 1.0 with a body that is not JSON is a 415 before the 404", async () => {
+    const rp = await makeProvider(t);
+    const res = await t.request("PUT", `/resource_providers/${rp}/aggregates`, { version: "1.0", body: "[]", headers: { "content-type": "text/plain" } });
+    expect(res.status).toBe(415);
+  });
+});
+
+describe("PUT /allocations: which complaint about a body wins", () => {
+  it("from 1.12 an unexpected property before a missing one; before 1.12 the missing one", async () => {
+    const consumer = newUuid();
+    const at = (version: string) => t.request("PUT", `/allocations/${consumer}`, { version, body: { a: 1 } });
+    expect(detail(await at("1.20"))).toContain("JSON does not validate: Additional properties are not allowed ('a' was unexpected)");
+    expect(detail(await at("1.38"))).toContain("JSON does not validate: Additional properties are not allowed ('a' was unexpected)");
+    expect(detail(await at("1.8"))).toContain("JSON does not validate: 'allocations' is a required property");
+    const post = await t.request("POST", "/allocations", { version: "1.13", body: { [consumer]: { a: 1 } } });
+    expect(detail(post)).toContain("JSON does not validate: Additional properties are not allowed ('a' was unexpected)");
+    const wrongType = await at("1.20").then(() => t.request("PUT", `/allocations/${consumer}`, { version: "1.20", body: [] }));
+    expect(detail(wrongType)).toContain("JSON does not validate: [] is not of type 'object'");
+  });
+});
