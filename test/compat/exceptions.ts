@@ -21,6 +21,12 @@ const versionOf = (exchange: Exchange): number => {
 
 const path = (exchange: Exchange) => exchange.request.path;
 
+interface InventoryBody {
+  total?: number;
+  reserved?: number;
+  allocation_ratio?: number;
+}
+
 export const KNOWN_BUGS: KnownBug[] = [
   {
     anchor: "get-usages-at-138-answers-500-on-postgresql",
@@ -76,6 +82,21 @@ export const KNOWN_BUGS: KnownBug[] = [
       e.ours.status === 409 &&
       e.reference.text.includes("psycopg2") &&
       differences.every((d) => d.aspect === "body .errors[].detail"),
+  },
+  {
+    anchor: "a-negative-allocation-ratio-lets-reserved-exceed-total",
+    matches: (e) => {
+      if (!/\/inventories(\/[A-Z0-9_]+)?$/.test(path(e)) || e.ours.status !== 400 || e.reference.status >= 300) return false;
+      let body: ({ inventories?: Record<string, InventoryBody> } & InventoryBody) | null = null;
+      try {
+        body = JSON.parse(e.request.body ?? "null");
+      } catch {
+        return false;
+      }
+      if (!body || typeof body !== "object") return false;
+      const items = body.inventories && typeof body.inventories === "object" ? Object.values(body.inventories) : [body];
+      return items.some((inv) => (inv.allocation_ratio ?? 1) < 0 && (inv.reserved ?? 0) > (inv.total ?? 0));
+    },
   },
   {
     anchor: "zeds-standard-traits-and-resource-classes-are-older",

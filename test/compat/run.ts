@@ -66,6 +66,15 @@ function describe(finding: Finding): string {
     .join("\n");
 }
 
+/** The servers of the seed being run: an interrupted run stops them (they run in process groups of their own). */
+const running = new Set<{ stop(): Promise<void> }>();
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    console.error(`compat: ${signal}, stopping the servers`);
+    void Promise.allSettled([...running].map((s) => s.stop())).then(() => process.exit(130));
+  });
+}
+
 async function main(): Promise<number> {
   const missing = referenceUnavailable();
   if (missing) {
@@ -80,6 +89,7 @@ async function main(): Promise<number> {
       startReference(adminUrl, `${dbPrefix}_ref`, portBase),
       startOurs(adminUrl, `${dbPrefix}_ours`, portBase === undefined ? undefined : portBase + 1),
     ]);
+    running.add(reference).add(ours);
     try {
       const result = await runSeed(seed, steps, { reference: reference.baseUrl, ours: ours.baseUrl }, Number(values["sweep-every"]));
       const unexpected = result.findings.filter((f) => !f.knownBug).length;
@@ -89,6 +99,7 @@ async function main(): Promise<number> {
       );
       all.push(...result.findings);
     } finally {
+      running.clear();
       await Promise.all([reference.stop(), ours.stop()]);
     }
   }
