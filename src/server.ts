@@ -94,11 +94,11 @@ export async function serveHttp(config: Config, url: string, log: Logger): Promi
 }
 
 /** PLACEMENT_READ_DATABASE_URL's standbys, when set. */
-export function openReadReplicas(config: Config, primaryUrl: string, primary: Db, log: Logger, watch = true): Promise<ReadReplicas | undefined> {
+function openReadReplicas(config: Config, primaryUrl: string, primary: Db, log: Logger): Promise<ReadReplicas | undefined> {
   const replicaUrls = config.PLACEMENT_READ_DATABASE_URL ?? [];
   if (replicaUrls.length === 0) return Promise.resolve(undefined);
   const options = { primaryUrl, replicaUrls, maxLagSeconds: config.PLACEMENT_READ_MAX_LAG_SECONDS, poolSize: config.PLACEMENT_DB_POOL_SIZE };
-  return ReadReplicas.open(primary, { ...options, limits: sessionLimits(config), log }, watch);
+  return ReadReplicas.open(primary, { ...options, limits: sessionLimits(config), log });
 }
 
 /** PLACEMENT_METRICS_PORT's listener, when set. */
