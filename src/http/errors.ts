@@ -151,7 +151,8 @@ export function renderError(
   if (wanted === "text/html") {
     const detail =
       err.explanation !== undefined
-        ? `${escapeHtml(err.explanation)}\n<br /><br />\n${escapeHtml(err.detail)}` // webob's 415 template
+        ? // webob's templates: the 415's breaks stand on a line of their own, the 405's and 406's follow a space.
+          `${escapeHtml(err.explanation)}${err.status === 415 ? "\n" : " "}<br /><br />\n${escapeHtml(err.detail)}`
         : `${escapeHtml(STATUS_TEXT[err.status]?.explanation ?? "")}<br /><br />\n${escapeHtml(err.detail)}\n\n`;
     return {
       contentType: "text/html; charset=UTF-8",

@@ -83,16 +83,8 @@ export async function runSeed(seed: number, steps: number, urls: { reference: st
 
   const runStep = async (s: Step) => {
     const { agreed, record } = await exchange(s.label, s.request, s.global, s.after);
+    for (const cleanup of s.referenceCleanup ?? []) await send(baseUrls[0], sides[0].render(cleanup));
     for (const cleanup of s.cleanup ?? []) await Promise.all(sides.map((side, i) => send(baseUrls[i], side.render(cleanup))));
-    for (const sym of s.resync ?? []) {
-      const { request } = refreshRequest("providers", sym);
-      await Promise.all(
-        sides.map(async (side, i) => {
-          const res = await send(baseUrls[i], side.render(request));
-          if (res.status === 200) side.providerGenerations.set(sym, JSON.parse(res.text).generation);
-        }),
-      );
-    }
     let consistent = agreed || !!s.cleanup;
     const touched: Array<[RefreshKind, string[] | undefined]> = [
       ["providers", s.touches?.providers],

@@ -93,11 +93,10 @@ export interface Step {
   /** Sent to both after the step, not compared: brings the sides back together after a known reference bug. */
   cleanup?: Request[];
   /**
-   * Providers whose generation the step and its cleanup moved differently on
-   * each side because of a known reference bug: each side re-reads its own,
-   * not compared, so the next sweep does not report the bug again.
+   * Sent to the reference alone before `cleanup`: makes it write what the
+   * known bug kept it from writing, so both sides' generations move alike.
    */
-  resync?: string[];
+  referenceCleanup?: Request[];
   /** Query over everything (lists, candidates, usages): may differ only because of an earlier divergence. */
   global?: boolean;
 }

@@ -151,7 +151,7 @@ export function retryAfterUnknownProvider(c: Context): Step[] {
   const { allocation, variant } = someAllocation(c);
   if (variant) return [];
   const bad = new Map(allocation).set(r.uuid(), { VCPU: 1 });
-  const put = (a: Allocation): Request => ({
+  const put = (a: Allocation, consumerGeneration: number | null = null): Request => ({
     method: "PUT",
     path: `/allocations/${sym}`,
     headers: { "x-auth-token": "admin", "openstack-api-version": v.header!, "content-type": "application/json", accept: "application/json" },
@@ -159,7 +159,7 @@ export function retryAfterUnknownProvider(c: Context): Step[] {
       allocations: Object.fromEntries([...a].map(([p, resources]) => [uuidOf(p), { resources }])),
       project_id: owner.project,
       user_id: owner.user,
-      consumer_generation: null,
+      consumer_generation: consumerGeneration,
       consumer_type: "INSTANCE",
     }),
   });
@@ -170,8 +170,9 @@ export function retryAfterUnknownProvider(c: Context): Step[] {
       label: "PUT /allocations/{consumer} [retry after unknown provider]",
       request: put(allocation),
       cleanup: [{ method: "DELETE", path: `/allocations/${sym}`, headers: { "x-auth-token": "admin", "openstack-api-version": "placement 1.39" } }],
-      // Ours wrote and removed the allocation (two bumps); the reference refused it.
-      resync: [...allocation.keys()],
+      // The retry the phantom consumer refused, with the generation it expects: the reference now writes
+      // (and the cleanup removes) the allocation ours wrote, so each provider is bumped as often on both sides.
+      referenceCleanup: [put(allocation, 0)],
     },
   ];
 }

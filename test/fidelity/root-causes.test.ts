@@ -304,3 +304,11 @@ describe("PUT /allocations: which complaint about a body wins", () => {
     expect(detail(wrongType)).toContain("JSON does not validate: [] is not of type 'object'");
   });
 });
+
+describe("HTML 406, as webob writes it", () => {
+  it("keeps its breaks after a space", async () => {
+    const res = await t.request("GET", "/usages?project_id=p", { version: "1.13", headers: { accept: "text/html" } });
+    expect(res.status).toBe(406);
+    expect(res.text).toContain("(content of type text/html. <br /><br />\nOnly application/json is provided\n </body>");
+  });
+});
