@@ -28,6 +28,15 @@ const V1_4 = V1_3.extend({ resources: z.string().optional() });
 const V1_14 = V1_4.extend({ in_tree: UUID.optional() });
 const V1_18 = V1_14.extend({ required: z.string().optional() });
 
+/** Which schema applies from which microversion (read by the OpenAPI document). */
+export const PROVIDER_LIST_QUERIES = [
+  ["1.0", V1_0],
+  ["1.3", V1_3],
+  ["1.4", V1_4],
+  ["1.14", V1_14],
+  ["1.18", V1_18],
+] as const;
+
 export function providerListSchema(mv: Microversion): z.ZodType {
   if (mv.atLeast("1.18")) return V1_18;
   if (mv.atLeast("1.14")) return V1_14;

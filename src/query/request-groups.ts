@@ -65,6 +65,8 @@ function groupedSchema(fixed: z.ZodObject, prefixes: string[], suffixPattern: st
   const patterns = prefixes.map((p) => `^${p}(${suffixPattern})?$`).sort();
   const regexes = patterns.map((p) => new RegExp(p));
   const known = new Set(Object.keys(fixed.shape));
+  // The meta is the same rule in JSON Schema's words, for the OpenAPI document (a refinement has none).
+  const asJsonSchema = { patternProperties: Object.fromEntries(patterns.map((p) => [p, { type: "string" }])), additionalProperties: false };
   return z.looseObject(fixed.shape).superRefine((dict, ctx) => {
     const extras = Object.keys(dict)
       .filter((k) => !known.has(k) && !regexes.some((r) => r.test(k)))
@@ -76,7 +78,7 @@ function groupedSchema(fixed: z.ZodObject, prefixes: string[], suffixPattern: st
       params: { validator: "additionalProperties" },
       path: [],
     });
-  });
+  }).meta(asJsonSchema);
 }
 
 const GROUP_KEYS = ["resources", "required", "member_of", "in_tree"];
@@ -86,6 +88,19 @@ const V1_35 = groupedSchema(V1_35_FIXED, GROUP_KEYS, NAMED);
 const V1_33 = groupedSchema(V1_25_FIXED, GROUP_KEYS, NAMED);
 const V1_31 = groupedSchema(V1_25_FIXED, GROUP_KEYS, NUMBERED);
 const V1_25 = groupedSchema(V1_25_FIXED, ["resources", "required", "member_of"], NUMBERED);
+
+/** Which schema applies from which microversion (read by the OpenAPI document). */
+export const CANDIDATES_QUERIES = [
+  ["1.10", V1_10],
+  ["1.16", V1_16],
+  ["1.17", V1_17],
+  ["1.21", V1_21],
+  ["1.25", V1_25],
+  ["1.31", V1_31],
+  ["1.33", V1_33],
+  ["1.35", V1_35],
+  ["1.36", V1_36],
+] as const;
 
 function candidatesSchema(mv: Microversion): z.ZodType {
   if (mv.atLeast("1.36")) return V1_36;

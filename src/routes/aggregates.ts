@@ -23,9 +23,9 @@ const uniqueList = z.array(zUuid()).superRefine((items, ctx) => {
     ctx.addIssue({ code: "custom", input: items, message: `${pyRepr(items)} has non-unique elements`, params: { validator: "uniqueItems" } });
   }
 });
-const PUT_AGGREGATES_V1_1 = uniqueList;
+export const PUT_AGGREGATES_V1_1 = uniqueList;
 /** 1.19: an object with the generation the client saw. */
-const PUT_AGGREGATES_V1_19 = z.strictObject({ aggregates: uniqueList, resource_provider_generation: zInteger() });
+export const PUT_AGGREGATES_V1_19 = z.strictObject({ aggregates: uniqueList, resource_provider_generation: zInteger() });
 
 /**
  * Aggregates are stored as written, in 36 characters. The longer spellings

@@ -20,7 +20,7 @@ export const MAX_WAIT_SECONDS = 60;
 const POLL_SLICE_MS = 1000;
 
 const DIGITS = z.string().regex(/^(0|[1-9][0-9]{0,15})$/).transform(Number);
-const CHANGES_QUERY = z.strictObject({
+export const CHANGES_QUERY = z.strictObject({
   since: DIGITS.optional(),
   timeout: DIGITS.pipe(z.number().max(MAX_WAIT_SECONDS)).optional(),
   /** Transactions per answer (each with all of its changed providers). */

@@ -27,11 +27,11 @@ import { absoluteUrl, providerUrl } from "../http/urls.js";
 import { INVENTORY_RECORD, inventoryWithDefaults, RC_PATTERN } from "./inventory-schemas.js";
 
 /** PUT .../inventories/{rc}: the record plus the generation the client saw. */
-const PUT_INVENTORY = INVENTORY_RECORD.extend({ resource_provider_generation: zInteger() });
+export const PUT_INVENTORY = INVENTORY_RECORD.extend({ resource_provider_generation: zInteger() });
 /** POST .../inventories: the record plus its class. */
-const POST_INVENTORY = INVENTORY_RECORD.extend({ resource_class: z.string().regex(RC_PATTERN) });
+export const POST_INVENTORY = INVENTORY_RECORD.extend({ resource_class: z.string().regex(RC_PATTERN) });
 /** PUT .../inventories: every record by class, with the generation. */
-const PUT_INVENTORIES = z.strictObject({
+export const PUT_INVENTORIES = z.strictObject({
   resource_provider_generation: zInteger(),
   // patternProperties without additionalProperties: false, as in Placement, so
   // a malformed class name is not a schema error but an unknown class (400).

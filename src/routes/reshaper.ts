@@ -23,14 +23,14 @@ const PROVIDER_INVENTORIES = z.strictObject({
 });
 
 /** 1.30: at least one provider's inventories, and the allocations (possibly none). */
-const POST_RESHAPER_V1_30 = z.strictObject({
+export const POST_RESHAPER_V1_30 = z.strictObject({
   inventories: minProperties(z.record(UUID_KEY, PROVIDER_INVENTORIES), 1),
   allocations: RESHAPER_ALLOCATIONS_V1_30,
 });
 /** 1.34: allocations may carry mappings. */
-const POST_RESHAPER_V1_34 = POST_RESHAPER_V1_30.extend({ allocations: RESHAPER_ALLOCATIONS_V1_34 });
+export const POST_RESHAPER_V1_34 = POST_RESHAPER_V1_30.extend({ allocations: RESHAPER_ALLOCATIONS_V1_34 });
 /** 1.38: allocations need a consumer_type. */
-const POST_RESHAPER_V1_38 = POST_RESHAPER_V1_30.extend({ allocations: RESHAPER_ALLOCATIONS_V1_38 });
+export const POST_RESHAPER_V1_38 = POST_RESHAPER_V1_30.extend({ allocations: RESHAPER_ALLOCATIONS_V1_38 });
 
 function schemaFor(c: AppContext) {
   const mv = c.get("microversion");

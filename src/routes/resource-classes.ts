@@ -22,8 +22,8 @@ import {
 /** Custom class names: CUSTOM_ then upper-case letters, digits and underscores. */
 const CUSTOM_CLASS_NAME = z.string().max(255).regex(/^CUSTOM_[A-Z0-9_]+$/);
 
-const POST_RC_SCHEMA_V1_2 = z.strictObject({ name: CUSTOM_CLASS_NAME });
-const PUT_RC_SCHEMA_V1_2 = POST_RC_SCHEMA_V1_2;
+export const POST_RC_SCHEMA_V1_2 = z.strictObject({ name: CUSTOM_CLASS_NAME });
+export const PUT_RC_SCHEMA_V1_2 = POST_RC_SCHEMA_V1_2;
 
 const classUrl = (name: string) => `/resource_classes/${name}`;
 

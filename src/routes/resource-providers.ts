@@ -28,12 +28,12 @@ import {
 /** PostgreSQL cannot store NUL in text: refusing it here keeps such a name a 400, not a 500. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching NUL is the point.
 const PROVIDER_NAME = z.string().max(200).regex(/^[^\u0000]*$/);
-const POST_PROVIDER = z.strictObject({ name: PROVIDER_NAME, uuid: zUuid().optional() });
+export const POST_PROVIDER = z.strictObject({ name: PROVIDER_NAME, uuid: zUuid().optional() });
 /** 1.14: a provider may be created under a parent. */
-const POST_PROVIDER_V1_14 = POST_PROVIDER.extend({ parent_provider_uuid: z.union([zUuid(), z.null()]).optional() });
-const PUT_PROVIDER = POST_PROVIDER.omit({ uuid: true });
+export const POST_PROVIDER_V1_14 = POST_PROVIDER.extend({ parent_provider_uuid: z.union([zUuid(), z.null()]).optional() });
+export const PUT_PROVIDER = POST_PROVIDER.omit({ uuid: true });
 /** 1.14: a provider may be given a parent (moved or un-parented from 1.37). */
-const PUT_PROVIDER_V1_14 = POST_PROVIDER_V1_14.omit({ uuid: true });
+export const PUT_PROVIDER_V1_14 = POST_PROVIDER_V1_14.omit({ uuid: true });
 
 /** Placement's provider links: which relations exist depends on the microversion. */
 function providerLinks(c: AppContext, uuid: string): Array<{ rel: string; href: string }> {

@@ -23,12 +23,12 @@ import {
   type TraitRow,
 } from "../services/traits.js";
 
-const LIST_TRAIT_SCHEMA = z.strictObject({ name: z.string().optional(), associated: z.string().optional() });
+export const LIST_TRAIT_SCHEMA = z.strictObject({ name: z.string().optional(), associated: z.string().optional() });
 
 const TRAIT = z.string().min(1).max(255);
 const CUSTOM_TRAIT = TRAIT.regex(/^CUSTOM_[A-Z0-9_]+$/);
 
-const SET_TRAITS_FOR_RP_SCHEMA = z.strictObject({
+export const SET_TRAITS_FOR_RP_SCHEMA = z.strictObject({
   traits: z.array(TRAIT),
   resource_provider_generation: zInteger(),
 });

@@ -11,10 +11,10 @@ import { getProviderUsages, getTotalUsages, getUsagesByConsumerType } from "../s
 const EXTERNAL_ID = z.string().min(1).max(255);
 
 /** GET /usages query, 1.9. */
-const USAGES_QUERY_V1_9 = z.strictObject({ project_id: EXTERNAL_ID, user_id: EXTERNAL_ID.optional() });
+export const USAGES_QUERY_V1_9 = z.strictObject({ project_id: EXTERNAL_ID, user_id: EXTERNAL_ID.optional() });
 
 /** 1.38: consumer_type filter; "all" and "unknown" are the two lower-case words allowed besides type names. */
-const USAGES_QUERY_V1_38 = USAGES_QUERY_V1_9.extend({
+export const USAGES_QUERY_V1_38 = USAGES_QUERY_V1_9.extend({
   consumer_type: z
     .string()
     .regex(/^[A-Z0-9_]+$|^all|^unknown$/)
