@@ -1,12 +1,13 @@
 /**
  * The OpenAPI 3.1 document, generated from the operations list and the zod
- * schemas the routes validate with (z.toJSONSchema, draft 2020-12, which is
- * OpenAPI 3.1's dialect). Each operation carries `x-openstack-microversion`
+ * schemas the routes validate with (src/schemas' registry; z.toJSONSchema,
+ * draft 2020-12, which is OpenAPI 3.1's dialect). Each operation carries `x-openstack-microversion`
  * ({min, max}); a body, query string or response that changes with the
  * microversion is an `anyOf` of its variants, each with the range it applies to.
  */
 import { z } from "zod";
 import { MAX_VERSION, MIN_VERSION, VERSIONS, type VersionString } from "../http/microversion.js";
+import { OPERATION_SCHEMAS, type OperationSchemas, type Versioned } from "../schemas/index.js";
 import { OPERATIONS, type Operation, type VersionTable } from "./operations.js";
 import { PLACEMENT_ERROR, WEBOB_ERROR } from "./responses.js";
 
@@ -52,6 +53,18 @@ function variants(table: VersionTable, operationRange: VersionRange): JsonSchema
   const ranges = rangesOf(table, operationRange.max);
   const each = ranges.map(({ min, max, schema }) => ({ ...jsonSchemaOf(schema), [MICROVERSION_KEY]: { min, max } }));
   return each.length === 1 ? each[0] : { anyOf: each };
+}
+
+/** A registry table as a version table: its `until` is an entry with no schema. */
+export function tableOf(v: Versioned): VersionTable {
+  const entries: Array<readonly [VersionString, z.ZodType | null]> = v.entries.map((e) => [e.from, e.schema] as const);
+  if (v.until) entries.push([v.until, null]);
+  return entries;
+}
+
+/** What the registry says a request of this operation carries. */
+export function requestSchemas(op: Pick<Operation, "method" | "path">): OperationSchemas {
+  return OPERATION_SCHEMAS[`${op.method.toUpperCase()} ${op.path}`] ?? {};
 }
 
 export function operationRange(op: Operation): VersionRange {
@@ -105,15 +118,25 @@ function queryParameters(table: VersionTable, range: VersionRange): JsonSchema[]
   return params;
 }
 
-function pathParameters(path: string): JsonSchema[] {
-  return [...path.matchAll(/\{([^}]+)\}/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
+/** Path parameters are strings; where the route checks one with a schema (a custom trait's name), that schema, from its version. */
+function pathParameters(path: string, table: Versioned | undefined, range: VersionRange): JsonSchema[] {
+  const checked = table ? rangesOf(tableOf(table), range.max) : [];
+  return [...path.matchAll(/\{([^}]+)\}/g)].map((m) => {
+    const name = m[1];
+    const each = checked.flatMap((v) => {
+      const property = (jsonSchemaOf(v.schema).properties as Record<string, JsonSchema> | undefined)?.[name];
+      return property ? [{ ...property, [MICROVERSION_KEY]: { min: v.min, max: v.max } }] : [];
+    });
+    return { name, in: "path", required: true, schema: each.length > 0 ? { anyOf: [...each, { type: "string" }] } : { type: "string" } };
+  });
 }
 
 const ERROR_REF = { $ref: "#/components/schemas/Error" };
 
 function operationObject(op: Operation): JsonSchema {
   const range = operationRange(op);
-  const parameters = [...pathParameters(op.path), ...(op.query ? queryParameters(op.query, range) : [])];
+  const request = requestSchemas(op);
+  const parameters = [...pathParameters(op.path, request.path, range), ...(request.query ? queryParameters(tableOf(request.query), range) : [])];
   if (!op.unversioned) parameters.push(VERSION_HEADER);
   const responses: Record<string, JsonSchema> = {};
   for (const [status, spec] of Object.entries(op.responses)) {
@@ -132,7 +155,7 @@ function operationObject(op: Operation): JsonSchema {
     ...(op.extension ? { "x-extension": true } : {}),
     ...(op.public ? { security: [] } : {}),
     parameters,
-    ...(op.body ? { requestBody: { required: true, content: { "application/json": { schema: variants(op.body, range) } } } } : {}),
+    ...(request.body ? { requestBody: { required: !request.body.until, content: { "application/json": { schema: variants(tableOf(request.body), range) } } } } : {}),
     responses,
   };
 }

@@ -1,35 +1,14 @@
 /**
- * Every operation the server serves, with the zod schemas the routes validate
- * with (request bodies and query strings, per microversion) and the response
- * schemas of src/openapi/responses.ts. test/openapi/document.test.ts checks
- * this list against the routes the app registers, and each `since` against
- * the server's answer one version below it.
+ * Every operation the server serves: its first microversion, its answers
+ * (the response schemas of src/openapi/responses.ts) and its error statuses.
+ * What a request carries (body, query, path parameters) is not repeated here:
+ * the document takes it from src/schemas' registry, the tables the routes
+ * validate with. test/openapi/document.test.ts checks this list against the
+ * routes the app registers and the registry, and each `since` against the
+ * server's answer one version below it.
  */
 import type { z } from "zod";
 import type { VersionString } from "../http/microversion.js";
-import { PUT_AGGREGATES_V1_1, PUT_AGGREGATES_V1_19 } from "../routes/aggregates.js";
-import {
-  POST_ALLOCATIONS_V1_13,
-  POST_ALLOCATIONS_V1_28,
-  POST_ALLOCATIONS_V1_34,
-  POST_ALLOCATIONS_V1_38,
-  PUT_ALLOCATIONS_V1_0,
-  PUT_ALLOCATIONS_V1_12,
-  PUT_ALLOCATIONS_V1_28,
-  PUT_ALLOCATIONS_V1_34,
-  PUT_ALLOCATIONS_V1_38,
-  PUT_ALLOCATIONS_V1_8,
-} from "../routes/allocation-schemas.js";
-import { CHANGES_QUERY } from "../routes/changes.js";
-import { CLAIM_BODY } from "../routes/claims-schemas.js";
-import { POST_INVENTORY, PUT_INVENTORIES, PUT_INVENTORY } from "../routes/inventories.js";
-import { POST_RESHAPER_V1_30, POST_RESHAPER_V1_34, POST_RESHAPER_V1_38 } from "../routes/reshaper.js";
-import { POST_RC_SCHEMA_V1_2, PUT_RC_SCHEMA_V1_2 } from "../routes/resource-classes.js";
-import { POST_PROVIDER, POST_PROVIDER_V1_14, PUT_PROVIDER, PUT_PROVIDER_V1_14 } from "../routes/resource-providers.js";
-import { LIST_TRAIT_SCHEMA, SET_TRAITS_FOR_RP_SCHEMA } from "../routes/traits.js";
-import { USAGES_QUERY_V1_38, USAGES_QUERY_V1_9 } from "../routes/usages.js";
-import { PROVIDER_LIST_QUERIES } from "../query/provider-filters.js";
-import { CANDIDATES_QUERIES } from "../query/request-groups.js";
 import * as R from "./responses.js";
 
 /** Schemas by the microversion each applies from (until the next one's; null: none from that version). */
@@ -56,8 +35,6 @@ export interface Operation {
   unversioned?: boolean;
   /** Not in upstream Placement (an extension of this server). */
   extension?: boolean;
-  query?: VersionTable;
-  body?: VersionTable;
   responses: Record<number, ResponseSpec>;
   /** Error statuses it may answer with (Placement's error document). */
   errors: number[];
@@ -115,7 +92,6 @@ export const OPERATIONS: Operation[] = [
     method: "get",
     path: "/resource_providers",
     summary: "List resource providers, filtered.",
-    query: PROVIDER_LIST_QUERIES,
     responses: { 200: { description: "The providers.", json: [["1.0", R.PROVIDERS_V1_0], ["1.14", R.PROVIDERS_V1_14]] } },
     errors: read(400),
   },
@@ -123,7 +99,6 @@ export const OPERATIONS: Operation[] = [
     method: "post",
     path: "/resource_providers",
     summary: "Create a resource provider.",
-    body: [["1.0", POST_PROVIDER], ["1.14", POST_PROVIDER_V1_14]],
     responses: {
       200: { description: "Created (from 1.20): the provider.", json: since("1.20", R.PROVIDER_V1_14) },
       201: { description: "Created (up to 1.19); Location names it, no body." },
@@ -141,7 +116,6 @@ export const OPERATIONS: Operation[] = [
     method: "put",
     path: "/resource_providers/{uuid}",
     summary: "Rename or re-parent a resource provider.",
-    body: [["1.0", PUT_PROVIDER], ["1.14", PUT_PROVIDER_V1_14]],
     responses: { 200: { description: "The updated provider.", json: [["1.0", R.PROVIDER_V1_0], ["1.14", R.PROVIDER_V1_14]] } },
     errors: write(404, 409),
   },
@@ -163,7 +137,6 @@ export const OPERATIONS: Operation[] = [
     method: "put",
     path: "/resource_providers/{uuid}/inventories",
     summary: "Replace all of a provider's inventories.",
-    body: since("1.0", PUT_INVENTORIES),
     responses: { 200: { description: "The inventories.", json: since("1.0", R.INVENTORIES) } },
     errors: write(404, 409),
   },
@@ -171,7 +144,6 @@ export const OPERATIONS: Operation[] = [
     method: "post",
     path: "/resource_providers/{uuid}/inventories",
     summary: "Add one inventory.",
-    body: since("1.0", POST_INVENTORY),
     responses: { 201: { description: "The inventory.", json: since("1.0", R.ONE_INVENTORY) } },
     errors: write(404, 409),
   },
@@ -194,7 +166,6 @@ export const OPERATIONS: Operation[] = [
     method: "put",
     path: "/resource_providers/{uuid}/inventories/{resource_class}",
     summary: "Change one inventory.",
-    body: since("1.0", PUT_INVENTORY),
     responses: { 200: { description: "The inventory.", json: since("1.0", R.ONE_INVENTORY) } },
     errors: write(404, 409),
   },
@@ -218,7 +189,6 @@ export const OPERATIONS: Operation[] = [
     path: "/resource_providers/{uuid}/aggregates",
     summary: "Replace a provider's aggregates.",
     since: "1.1",
-    body: [["1.1", PUT_AGGREGATES_V1_1], ["1.19", PUT_AGGREGATES_V1_19]],
     responses: { 200: { description: "The aggregates.", json: [["1.1", R.AGGREGATES_V1_1], ["1.19", R.AGGREGATES_V1_19]] } },
     errors: write(404, 409),
   },
@@ -235,7 +205,6 @@ export const OPERATIONS: Operation[] = [
     path: "/resource_providers/{uuid}/traits",
     summary: "Replace a provider's traits.",
     since: "1.6",
-    body: since("1.6", SET_TRAITS_FOR_RP_SCHEMA),
     responses: { 200: { description: "The traits.", json: since("1.6", R.PROVIDER_TRAITS) } },
     errors: write(404, 409),
   },
@@ -268,7 +237,6 @@ export const OPERATIONS: Operation[] = [
     path: "/usages",
     summary: "A project's (or user's) usages.",
     since: "1.9",
-    query: [["1.9", USAGES_QUERY_V1_9], ["1.38", USAGES_QUERY_V1_38]],
     responses: { 200: { description: "The usages.", json: [["1.9", R.USAGES_V1_9], ["1.38", R.USAGES_V1_38]] } },
     errors: read(400),
   },
@@ -285,7 +253,6 @@ export const OPERATIONS: Operation[] = [
     path: "/resource_classes",
     summary: "Create a custom resource class.",
     since: "1.2",
-    body: since("1.2", POST_RC_SCHEMA_V1_2),
     responses: { 201: { description: "Created; Location names it." } },
     errors: write(409),
   },
@@ -302,7 +269,6 @@ export const OPERATIONS: Operation[] = [
     path: "/resource_classes/{name}",
     summary: "Rename a custom class (up to 1.6); from 1.7 create it if missing, without a body.",
     since: "1.2",
-    body: [["1.2", PUT_RC_SCHEMA_V1_2], ["1.7", null]],
     responses: {
       200: { description: "Renamed (up to 1.6).", json: [["1.2", R.ONE_RESOURCE_CLASS], ["1.7", null]] },
       201: { description: "Created (from 1.7)." },
@@ -323,7 +289,6 @@ export const OPERATIONS: Operation[] = [
     path: "/traits",
     summary: "List traits.",
     since: "1.6",
-    query: since("1.6", LIST_TRAIT_SCHEMA),
     responses: { 200: { description: "The traits.", json: since("1.6", R.TRAITS) } },
     errors: read(400),
   },
@@ -372,14 +337,6 @@ export const OPERATIONS: Operation[] = [
     method: "put",
     path: "/allocations/{consumer_uuid}",
     summary: "Replace a consumer's allocations.",
-    body: [
-      ["1.0", PUT_ALLOCATIONS_V1_0],
-      ["1.8", PUT_ALLOCATIONS_V1_8],
-      ["1.12", PUT_ALLOCATIONS_V1_12],
-      ["1.28", PUT_ALLOCATIONS_V1_28],
-      ["1.34", PUT_ALLOCATIONS_V1_34],
-      ["1.38", PUT_ALLOCATIONS_V1_38],
-    ],
     responses: { 204: noContent },
     errors: write(409),
   },
@@ -395,12 +352,6 @@ export const OPERATIONS: Operation[] = [
     path: "/allocations",
     summary: "Replace the allocations of several consumers in one transaction.",
     since: "1.13",
-    body: [
-      ["1.13", POST_ALLOCATIONS_V1_13],
-      ["1.28", POST_ALLOCATIONS_V1_28],
-      ["1.34", POST_ALLOCATIONS_V1_34],
-      ["1.38", POST_ALLOCATIONS_V1_38],
-    ],
     responses: { 204: noContent },
     errors: write(409),
   },
@@ -409,7 +360,6 @@ export const OPERATIONS: Operation[] = [
     path: "/allocation_candidates",
     summary: "Where a request fits: allocation requests and provider summaries.",
     since: "1.10",
-    query: CANDIDATES_QUERIES,
     responses: {
       200: {
         description: "The candidates.",
@@ -429,7 +379,6 @@ export const OPERATIONS: Operation[] = [
     path: "/reshaper",
     summary: "Move inventories and allocations between providers atomically.",
     since: "1.30",
-    body: [["1.30", POST_RESHAPER_V1_30], ["1.34", POST_RESHAPER_V1_34], ["1.38", POST_RESHAPER_V1_38]],
     responses: { 204: noContent },
     errors: write(409),
   },
@@ -439,8 +388,6 @@ export const OPERATIONS: Operation[] = [
     summary: "Select and claim in one transaction; the query string is GET /allocation_candidates'.",
     since: "1.10",
     extension: true,
-    query: CANDIDATES_QUERIES,
-    body: since("1.10", CLAIM_BODY),
     responses: { 200: { description: "What was claimed.", json: [["1.10", R.CLAIMS_V1_10], ["1.34", R.CLAIMS_V1_34]] } },
     errors: write(409),
   },
@@ -449,7 +396,6 @@ export const OPERATIONS: Operation[] = [
     path: "/changes",
     summary: "The change feed: provider states committed after a cursor (a long poll).",
     extension: true,
-    query: since("1.0", CHANGES_QUERY),
     responses: { 200: { description: "The changes and the next cursor.", json: since("1.0", R.CHANGES) } },
     errors: read(400, 410),
   },
