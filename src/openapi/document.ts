@@ -6,6 +6,7 @@
  * microversion is an `anyOf` of its variants, each with the range it applies to.
  */
 import { z } from "zod";
+import { statusTitle } from "../http/errors.js";
 import { MAX_VERSION, MIN_VERSION, VERSIONS, type VersionString } from "../http/microversion.js";
 import { OPERATION_SCHEMAS, type OperationSchemas, type Versioned } from "../schemas/index.js";
 import { OPERATIONS, type Operation, type VersionTable } from "./operations.js";
@@ -146,7 +147,7 @@ function operationObject(op: Operation): JsonSchema {
     responses[status] = { description: spec.description, ...(Object.keys(content).length > 0 ? { content } : {}) };
   }
   for (const status of op.errors) {
-    responses[String(status)] ??= { description: `Error ${status}.`, content: { "application/json": { schema: ERROR_REF } } };
+    responses[String(status)] ??= { description: statusTitle(status), content: { "application/json": { schema: ERROR_REF } } };
   }
   return {
     operationId: op.method + op.path.split(/[/_.{}]+/).filter(Boolean).map((w) => w[0].toUpperCase() + w.slice(1)).join(""),
