@@ -70,6 +70,8 @@ const RULES: Record<string, Record<string, Rule>> = {
   placement_database: {
     connection: { to: "DATABASE_URL", kind: "str", convert: databaseUrl },
     max_pool_size: { to: "PLACEMENT_DB_POOL_SIZE", kind: "int" },
+    // Ours, not Placement's: oslo.db has no such option (see PLACEMENT_DB_POOLER).
+    pooler: { to: "PLACEMENT_DB_POOLER", kind: "str" },
     sync_on_startup: { noEffect: "this server always applies its migrations at start-up", kind: "bool" },
     ...noEffect(OSLO_DB, [
       "connection_parameters", "sqlite_synchronous", "slave_connection", "mysql_sql_mode", "connection_recycle_time",
