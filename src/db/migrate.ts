@@ -30,9 +30,14 @@ export function migrationsFolder(): string {
 const MIGRATION_LOCK_KEY = 0x706c6163; // "plac"
 
 export async function runMigrations(pool: pg.Pool): Promise<void> {
-  const migrations = readMigrationFiles({ migrationsFolder: migrationsFolder() });
+  const folder = migrationsFolder();
+  const migrations = readMigrationFiles({ migrationsFolder: folder });
+  // readMigrationFiles reads the journal's entries in order: the same index names the same migration.
+  const tags = (JSON.parse(readFileSync(path.join(folder, "meta/_journal.json"), "utf8")) as { entries: { tag: string }[] }).entries.map((e) => e.tag);
   const client = await pool.connect();
   let broken: Error | undefined;
+  // What was being done, for the error: the CLI prints it above PostgreSQL's own cause (25006 on a standby, say).
+  let step = "preparing the migrations table";
   try {
     await client.query("BEGIN");
     // SET LOCAL: nothing outlives the transaction on a pooled server connection.
@@ -44,16 +49,18 @@ export async function runMigrations(pool: pg.Pool): Promise<void> {
     await client.query("CREATE TABLE IF NOT EXISTS drizzle.__drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)");
     const { rows } = await client.query<{ created_at: string }>("SELECT created_at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC LIMIT 1");
     const newest = rows.length > 0 ? Number(rows[0].created_at) : -Infinity;
-    for (const migration of migrations) {
+    for (const [i, migration] of migrations.entries()) {
       if (migration.folderMillis <= newest) continue;
+      step = `applying migration ${tags[i] ?? migration.folderMillis}`;
       for (const statement of migration.sql) await client.query(statement);
       await client.query("INSERT INTO drizzle.__drizzle_migrations (hash, created_at) VALUES ($1, $2)", [migration.hash, migration.folderMillis]);
     }
+    step = "committing the migrations";
     await client.query("COMMIT");
   } catch (err) {
     // A connection that cannot even roll back is dropped, not pooled.
     await client.query("ROLLBACK").catch((e: Error) => (broken = e));
-    throw err;
+    throw new Error(`database migration failed while ${step}`, { cause: err });
   } finally {
     client.release(broken);
   }
