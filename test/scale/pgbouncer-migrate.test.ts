@@ -9,12 +9,13 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrationsFolder } from "../../src/db/migrate.js";
 import { runPlacement } from "../support/cli-process.js";
-import { pgBouncerMissing, startPgBouncer, type PgBouncer } from "../support/clusters.js";
+import { pgBouncerMissing, type PgBouncer } from "../support/clusters.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { ownSql } from "../faults/support.js";
+import { bouncerForTestDatabases, through } from "./support.js";
 
 const unavailable = pgBouncerMissing();
 if (unavailable) console.warn(`PgBouncer migrate tests skipped: ${unavailable}`);
@@ -26,14 +27,8 @@ let database: TestDatabase;
 
 describe.skipIf(unavailable !== undefined)("db migrate through PgBouncer in transaction mode", () => {
   beforeAll(async () => {
-    const target = new URL(inject("adminDatabaseUrl"));
     // Two server connections for three migrators: each one's statements land on connections the others used.
-    bouncer = await startPgBouncer({
-      port: BOUNCER_PORT,
-      target: { host: target.hostname, port: Number(target.port || 5432) },
-      poolMode: "transaction",
-      settings: { default_pool_size: 2 },
-    });
+    bouncer = await bouncerForTestDatabases(BOUNCER_PORT, 2);
     database = await createTestDatabase({ migrated: false });
   }, 60_000);
 
@@ -43,7 +38,7 @@ describe.skipIf(unavailable !== undefined)("db migrate through PgBouncer in tran
   });
 
   it("three at once, three rounds: every run succeeds, nothing hangs, the journal is applied once", async () => {
-    const url = bouncer.urlFor(new URL(database.url).pathname.slice(1));
+    const url = through(bouncer, database.url);
     const env = { DATABASE_URL: url, PLACEMENT_DB_POOLER: "transaction" };
     for (let round = 0; round < 3; round++) {
       // runPlacement kills a run after 60 s (code -1): a hung migrate fails here, it does not hang the test.

@@ -7,11 +7,12 @@
  * and LISTEN would listen on a connection someone else gets next; the tests
  * show candidates, claims and the change feed working regardless.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createProvider, type Provider } from "../allocations/fixtures.js";
 import { brokenInvariants, claimBody } from "../claims/support.js";
-import { pgBouncerMissing, startPgBouncer, type PgBouncer } from "../support/clusters.js";
+import { pgBouncerMissing, type PgBouncer } from "../support/clusters.js";
 import { newUuid, startHarness, type Harness } from "../support/harness.js";
+import { bouncerForTestDatabases, through } from "./support.js";
 
 const unavailable = pgBouncerMissing();
 if (unavailable) console.warn(`PgBouncer tests skipped: ${unavailable}`);
@@ -25,17 +26,11 @@ let t: Harness;
 describe.skipIf(unavailable !== undefined)("through PgBouncer in transaction mode", () => {
   beforeAll(async () => {
     // Four server connections for eighty clients: each statement meets connections other clients prepared on.
-    const target = new URL(inject("adminDatabaseUrl"));
-    bouncer = await startPgBouncer({
-      port: BOUNCER_PORT,
-      target: { host: target.hostname, port: Number(target.port || 5432) },
-      poolMode: "transaction",
-      settings: { default_pool_size: 4 },
-    });
+    bouncer = await bouncerForTestDatabases(BOUNCER_PORT, 4);
     t = await startHarness({
       poolSize: CLIENTS,
       config: { PLACEMENT_DB_POOLER: "transaction", PLACEMENT_DB_ACQUIRE_TIMEOUT_MS: 30_000 },
-      via: (url) => bouncer.urlFor(new URL(url).pathname.slice(1)),
+      via: (url) => through(bouncer, url),
     });
   }, 60_000);
 
