@@ -55,7 +55,7 @@ function parseArgs(args: string[]): Options {
   return opts;
 }
 
-interface Shape {
+export interface Shape {
   name: string;
   variant: "flat" | "nested" | "usages";
   query: string;
@@ -65,7 +65,7 @@ interface Shape {
 
 const AGG = (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`;
 
-const SHAPES: Shape[] = [
+export const SHAPES: Shape[] = [
   { name: "plain, limit=1000", variant: "flat", query: "resources=VCPU:1,MEMORY_MB:512,DISK_GB:10&limit=1000" },
   { name: "plain, no limit", variant: "flat", query: "resources=VCPU:1,MEMORY_MB:512,DISK_GB:10" },
   { name: "required + forbidden traits", variant: "flat", query: "resources=VCPU:1,MEMORY_MB:512,DISK_GB:10&required=HW_CPU_X86_AVX2,!CUSTOM_BENCH_SLOW" },
@@ -203,7 +203,7 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-async function createDb(name: string): Promise<string> {
+export async function createDb(name: string): Promise<string> {
   await admin(async (c) => {
     await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await c.query(`CREATE DATABASE ${name}`);
@@ -213,9 +213,9 @@ async function createDb(name: string): Promise<string> {
   return u.toString();
 }
 
-const dropDb = (name: string) => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+export const dropDb = (name: string) => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 
-interface Server {
+export interface Server {
   port: number;
   proc: ChildProcess;
   stop(): Promise<void>;
@@ -264,11 +264,12 @@ function startArguments(): string[] {
   return args.map((a) => (a.endsWith(".js") ? path.join(ROOT, a) : a));
 }
 
-async function startOurs(url: string, port: number): Promise<Server> {
+/** `env`: settings on top of the bench's (another PLACEMENT_DB_POOLER, say). */
+export async function startOurs(url: string, port: number, env: Record<string, string> = {}): Promise<Server> {
   const s = start(
     process.execPath,
     startArguments(),
-    { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: url, PLACEMENT_AUTH_STRATEGY: "noauth2", PLACEMENT_ALLOW_NOAUTH: "true", PLACEMENT_WORKERS: "1", LOG_LEVEL: "warn" },
+    { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: url, PLACEMENT_AUTH_STRATEGY: "noauth2", PLACEMENT_ALLOW_NOAUTH: "true", PLACEMENT_WORKERS: "1", LOG_LEVEL: "warn", ...env },
     port,
   );
   await waitReady(port, s.proc, 60);
@@ -333,7 +334,7 @@ const UNTIMED = 2;
  * after 100 ms), which is a property of the machine, not of either server,
  * and which swamps a 3 ms answer next to a 30 ms one.
  */
-async function measure(servers: Array<{ name: string; port: number }>, shape: Shape, iterations: number): Promise<Array<Omit<Row, "size" | "shape" | "rss">>> {
+export async function measure(servers: Array<{ name: string; port: number }>, shape: Shape, iterations: number): Promise<Array<Omit<Row, "size" | "shape" | "rss">>> {
   const q = shape.path ?? `/allocation_candidates?${shape.query}`;
   const firsts: Array<Awaited<ReturnType<typeof get>>> = [];
   for (const s of servers) {
