@@ -264,7 +264,7 @@ function startArguments(): string[] {
   return args.map((a) => (a.endsWith(".js") ? path.join(ROOT, a) : a));
 }
 
-/** `env`: settings on top of the bench's (another PLACEMENT_DB_POOLER, say). */
+/** Our server (`npm start`'s arguments, one worker) on `url`; `env` adds settings (the replica bench's read URL). */
 export async function startOurs(url: string, port: number, env: Record<string, string> = {}): Promise<Server> {
   const s = start(
     process.execPath,
