@@ -396,19 +396,23 @@ export default async function (args: string[]): Promise<void> {
         await load(dbUrl(refDb), variant, size, "reference", opts.allocations);
         servers.push({ name: "reference", port: ref.port });
       }
-      for (const shape of SHAPES.filter((s) => s.variant === variant)) {
-        // Unlimited queries over 10,000 trees take long (and the reference takes seconds): fewer rounds.
-        const slow = withReference || (!shape.query.includes("limit") && size > 1000);
-        const iterations = slow ? Math.max(5, Math.floor(opts.iterations / 2)) : opts.iterations;
-        const rss = () => peakRssMb(ours.proc.pid);
-        for (const r of await measure(servers, shape, iterations)) rows.push({ size, shape: shape.name, ...r, rss: r.server === "ours" ? rss() : undefined });
-        process.stderr.write(`${size} ${variant} ${shape.name}: done\n`);
+      try {
+        for (const shape of SHAPES.filter((s) => s.variant === variant)) {
+          // Unlimited queries over 10,000 trees take long (and the reference takes seconds): fewer rounds.
+          const slow = withReference || (!shape.query.includes("limit") && size > 1000);
+          const iterations = slow ? Math.max(5, Math.floor(opts.iterations / 2)) : opts.iterations;
+          const rss = () => peakRssMb(ours.proc.pid);
+          for (const r of await measure(servers, shape, iterations)) rows.push({ size, shape: shape.name, ...r, rss: r.server === "ours" ? rss() : undefined });
+          process.stderr.write(`${size} ${variant} ${shape.name}: done\n`);
+        }
+        peak = Math.max(peak, peakRssMb(ours.proc.pid));
+      } finally {
+        // Also after a failure: no server outlives the bench.
+        await ours.stop();
+        await ref?.stop();
+        await dropDb(ourDb);
+        if (withReference) await dropDb(refDb);
       }
-      peak = Math.max(peak, peakRssMb(ours.proc.pid));
-      await ours.stop();
-      await ref?.stop();
-      await dropDb(ourDb);
-      if (withReference) await dropDb(refDb);
     }
   }
   if (opts.usages > 0) {
@@ -424,14 +428,17 @@ export default async function (args: string[]): Promise<void> {
       await loadUsages(dbUrl(refDb), "reference", opts.usages);
       servers.push({ name: "reference", port: ref.port });
     }
-    for (const r of await measure(servers, USAGES_SHAPE, opts.iterations)) {
-      rows.push({ size: opts.usages, shape: USAGES_SHAPE.name, ...r, rss: r.server === "ours" ? peakRssMb(ours.proc.pid) : undefined });
+    try {
+      for (const r of await measure(servers, USAGES_SHAPE, opts.iterations)) {
+        rows.push({ size: opts.usages, shape: USAGES_SHAPE.name, ...r, rss: r.server === "ours" ? peakRssMb(ours.proc.pid) : undefined });
+      }
+      process.stderr.write(`${opts.usages} consumers usages: done\n`);
+    } finally {
+      await ours.stop();
+      await ref?.stop();
+      await dropDb(ourDb);
+      if (withReference) await dropDb(refDb);
     }
-    process.stderr.write(`${opts.usages} consumers usages: done\n`);
-    await ours.stop();
-    await ref?.stop();
-    await dropDb(ourDb);
-    if (withReference) await dropDb(refDb);
   }
   print(rows, peak);
 }
