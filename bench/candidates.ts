@@ -228,7 +228,7 @@ async function createDb(name: string): Promise<string> {
 
 const dropDb = (name: string) => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 
-interface Server {
+export interface Server {
   port: number;
   proc: ChildProcess;
   stop(): Promise<void>;
@@ -277,11 +277,12 @@ function startArguments(): string[] {
   return args.map((a) => (a.endsWith(".js") ? path.join(ROOT, a) : a));
 }
 
-async function startOurs(url: string, port: number): Promise<Server> {
+/** Our server (`npm start`'s arguments, one worker) on `url`; `env` adds settings (the replica bench's read URL). */
+export async function startOurs(url: string, port: number, env: Record<string, string> = {}): Promise<Server> {
   const s = start(
     process.execPath,
     startArguments(),
-    { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: url, PLACEMENT_AUTH_STRATEGY: "noauth2", PLACEMENT_ALLOW_NOAUTH: "true", PLACEMENT_WORKERS: "1", LOG_LEVEL: "warn" },
+    { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: url, PLACEMENT_AUTH_STRATEGY: "noauth2", PLACEMENT_ALLOW_NOAUTH: "true", PLACEMENT_WORKERS: "1", LOG_LEVEL: "warn", ...env },
     port,
   );
   await waitReady(port, s.proc, 60);

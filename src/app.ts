@@ -31,16 +31,20 @@ import { allocationCandidateRoutes } from "./routes/allocation-candidates.js";
 import { changeRoutes } from "./routes/changes.js";
 import { claimRoutes } from "./routes/claims.js";
 import { CandidatesService } from "./services/candidates/service.js";
+import { ReplicaRoutedCandidates } from "./services/replica-candidates.js";
+import { watchReplicas } from "./observe/replica-metrics.js";
 
 export function createApp(given: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const metrics = given.metrics ?? createMetrics();
   const deps = { ...given, metrics };
   const policy = createPolicyEnforcer(deps.config);
+  const candidatesOn = (db: typeof deps.db) => new CandidatesService(db, deps.config, deps.candidates);
+  if (deps.reads) watchReplicas(metrics.registry, deps.reads);
   const routeDeps: RouteDeps = {
     ...deps,
     store: { db: deps.db, allocationRetries: deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT, onRetry: metrics.transactionRetry },
-    services: { candidates: new CandidatesService(deps.db, deps.config, deps.candidates) },
+    services: { candidates: deps.reads ? new ReplicaRoutedCandidates(candidatesOn(deps.db), deps.reads, candidatesOn) : candidatesOn(deps.db) },
   };
 
   const onListenerError = (err: unknown) => deps.log.error("request listener failed", { error: String(err) });

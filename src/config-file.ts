@@ -70,9 +70,11 @@ const RULES: Record<string, Record<string, Rule>> = {
   placement_database: {
     connection: { to: "DATABASE_URL", kind: "str", convert: databaseUrl },
     max_pool_size: { to: "PLACEMENT_DB_POOL_SIZE", kind: "int" },
+    // oslo.db's read replica: Placement itself never reads from it; here GET /allocation_candidates does.
+    slave_connection: { to: "PLACEMENT_READ_DATABASE_URL", kind: "str", convert: databaseUrl },
     sync_on_startup: { noEffect: "this server always applies its migrations at start-up", kind: "bool" },
     ...noEffect(OSLO_DB, [
-      "connection_parameters", "sqlite_synchronous", "slave_connection", "mysql_sql_mode", "connection_recycle_time",
+      "connection_parameters", "sqlite_synchronous", "mysql_sql_mode", "connection_recycle_time",
       "max_retries", "retry_interval", "max_overflow", "connection_debug", "connection_trace", "pool_timeout",
       "db_max_retries", "db_retry_interval", "db_inc_retry_interval", "db_max_retry_interval", "mysql_enable_ndb",
     ]),

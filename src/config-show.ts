@@ -8,7 +8,7 @@ import type { ConfigKey, LoadedConfig } from "./config.js";
 
 const SECRETS = new Set<ConfigKey>(["PLACEMENT_KEYSTONE_PASSWORD"]);
 /** Settings that are URLs which may carry a password. */
-const URLS = new Set<ConfigKey>(["DATABASE_URL", "PLACEMENT_KEYSTONE_URL", "PLACEMENT_KEYSTONE_WWW_AUTHENTICATE_URI"]);
+const URLS = new Set<ConfigKey>(["DATABASE_URL", "PLACEMENT_READ_DATABASE_URL", "PLACEMENT_KEYSTONE_URL", "PLACEMENT_KEYSTONE_WWW_AUTHENTICATE_URI"]);
 
 export interface ShownConfig {
   file: string | null;
@@ -38,7 +38,7 @@ export function describeConfig(shownConfig: ShownConfig): string {
 function shown(key: ConfigKey, value: unknown): string {
   if (value === undefined) return "(unset)";
   if (SECRETS.has(key)) return "****";
-  if (Array.isArray(value)) return value.join(",");
+  if (Array.isArray(value)) return value.map((v) => (URLS.has(key) ? maskUrlPassword(String(v)) : v)).join(",");
   if (URLS.has(key) && typeof value === "string") return maskUrlPassword(value);
   return String(value);
 }

@@ -28,6 +28,10 @@ export const configSchema = z.object({
   PORT: int(0, 65535).default(8778),
   HOST: z.string().min(1).default("127.0.0.1"),
   DATABASE_URL: z.string().url().optional(),
+  /** Hot standbys for the reads that may be stale (src/db/read-replicas.ts): one URL, or several comma-separated (round-robin). */
+  PLACEMENT_READ_DATABASE_URL: list.pipe(z.array(z.string().url())).optional(),
+  /** A standby further behind the primary than this is skipped: its reads go to the primary. */
+  PLACEMENT_READ_MAX_LAG_SECONDS: int(1, 3600).default(5),
   PLACEMENT_DATA_DIR: z.string().min(1).default("./.placement-data"),
   PLACEMENT_EMBEDDED_DB_PORT: int(1, 65535).default(5433),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),

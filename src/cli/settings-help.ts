@@ -5,6 +5,8 @@ and \`placement config show\` prints what they add up to):
   PORT                         Port to listen on (default 8778).
   HOST                         Address to listen on (default 127.0.0.1).
   DATABASE_URL                 PostgreSQL URL. Unset: an embedded PostgreSQL in PLACEMENT_DATA_DIR.
+  PLACEMENT_READ_DATABASE_URL  Hot standby URL(s), comma-separated, for GET /allocation_candidates; unset: all on DATABASE_URL.
+  PLACEMENT_READ_MAX_LAG_SECONDS  A standby further behind than this is skipped for the primary (default 5).
   PLACEMENT_DATA_DIR           Embedded database directory (default ./.placement-data).
   PLACEMENT_EMBEDDED_DB_PORT   Port of the embedded PostgreSQL (default 5433).
   LOG_LEVEL                    debug | info | warn | error | silent (default info).

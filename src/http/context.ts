@@ -7,7 +7,9 @@ import type { Metrics } from "../observe/metrics.js";
 import type { Store } from "../services/store.js";
 import type { Identity } from "../auth/identity.js";
 import type { PolicyEnforcer } from "../auth/policy.js";
-import type { CandidatesService, CandidatesServiceOptions } from "../services/candidates/service.js";
+import type { CandidatesServiceOptions } from "../services/candidates/service.js";
+import type { CandidatesAnswerer } from "../services/replica-candidates.js";
+import type { ReadReplicas } from "../db/read-replicas.js";
 import type { Microversion } from "./microversion.js";
 
 export interface AppDeps {
@@ -16,13 +18,15 @@ export interface AppDeps {
   log: Logger;
   /** The process's metrics; createApp makes a registry of its own when none is given. */
   metrics?: Metrics;
+  /** PLACEMENT_READ_DATABASE_URL's standbys, for the reads that may be stale; absent: every read on `db`. */
+  reads?: ReadReplicas;
   /** Tests only: how the candidates service picks its path (see CandidatesServiceOptions). */
   candidates?: CandidatesServiceOptions;
 }
 
 /** Services that keep state for the app's lifetime, made once by createApp. */
 export interface AppServices {
-  candidates: CandidatesService;
+  candidates: CandidatesAnswerer;
 }
 
 /** What route factories are given: the app's inputs plus what createApp builds from them once. */

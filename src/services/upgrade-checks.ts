@@ -7,7 +7,9 @@
 import { sql } from "drizzle-orm";
 import { createPolicyEnforcer } from "../auth/policy.js";
 import type { Config } from "../config.js";
-import type { Database } from "../db/database.js";
+import { NO_LIMITS, type Database } from "../db/database.js";
+import { ReadReplicas } from "../db/read-replicas.js";
+import { createLogger } from "../log.js";
 import { schemaVersion } from "../db/migrate.js";
 import { rootCause } from "../root-cause.js";
 import { incompleteConsumers, overCapacity } from "./audit.js";
@@ -40,7 +42,29 @@ function policyCheck(config: Config): Check {
   return { name, result: "Success", details: `${file} is valid` };
 }
 
-export async function upgradeChecks(database: Database, config: Config): Promise<Check[]> {
+/**
+ * PLACEMENT_READ_DATABASE_URL's standbys, measured once as the server measures
+ * them (db/read-replicas.ts): a Warning names each that the server would skip.
+ */
+async function readReplicasCheck(database: Database, config: Config, primaryUrl: string, replicaUrls: string[]): Promise<Check> {
+  const maxLagSeconds = config.PLACEMENT_READ_MAX_LAG_SECONDS;
+  const options = { primaryUrl, replicaUrls, maxLagSeconds, poolSize: 1, limits: NO_LIMITS, log: createLogger("silent") };
+  const replicas = await ReadReplicas.open(database.db, options, false);
+  try {
+    const states = replicas.states();
+    const each = states.map((s) => {
+      const behind = s.behindSeconds === null ? "" : `, ${s.behindSeconds.toFixed(1)} s behind`;
+      return `${s.name} ${s.usable ? "serves reads" : "skipped"} (${s.detail}${behind})`;
+    });
+    const skipped = states.some((s) => !s.usable);
+    const details = `${each.join("; ")}${skipped ? `; reads it would serve go to the primary (bound: ${maxLagSeconds} s)` : ""}`;
+    return { name: "Read replicas", result: skipped ? "Warning" : "Success", details };
+  } finally {
+    await replicas.close();
+  }
+}
+
+export async function upgradeChecks(database: Database, config: Config, url: string): Promise<Check[]> {
   const checks: Check[] = [];
   const notChecked = (why: string) => DATA_CHECKS.map((name): Check => ({ name, result: "Failure", details: `not checked: ${why}` }));
   try {
@@ -90,5 +114,7 @@ export async function upgradeChecks(database: Database, config: Config): Promise
           details: `${over.length} inventory(ies) hold more allocations than their capacity: ${shown.join(", ")}${over.length > 5 ? ", ..." : ""}`,
         },
   );
+  const replicaUrls = config.PLACEMENT_READ_DATABASE_URL ?? [];
+  if (replicaUrls.length > 0) checks.push(await readReplicasCheck(database, config, url, replicaUrls));
   return checks;
 }

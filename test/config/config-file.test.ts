@@ -27,6 +27,7 @@ debug = True
 [placement_database]
 connection = postgresql+psycopg2://placement:pw@db.example:5432/placement
 max_pool_size = 7
+slave_connection = postgresql+psycopg2://placement:pw@replica.example:5432/placement
 [api]
 auth_strategy = keystone
 [keystone_authtoken]
@@ -61,6 +62,7 @@ optimize_for_wide_provider_trees = True
       LOG_LEVEL: "debug",
       DATABASE_URL: "postgresql://placement:pw@db.example:5432/placement",
       PLACEMENT_DB_POOL_SIZE: 7,
+      PLACEMENT_READ_DATABASE_URL: ["postgresql://placement:pw@replica.example:5432/placement"],
       PLACEMENT_AUTH_STRATEGY: "keystone",
       PLACEMENT_KEYSTONE_URL: "http://keystone.example:5000",
       PLACEMENT_KEYSTONE_WWW_AUTHENTICATE_URI: "https://public.example:5000",

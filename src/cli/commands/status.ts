@@ -28,7 +28,7 @@ export function register(program: Command, cli: Cli): void {
     .action(
       cli.action(async (options: { json?: boolean }) => {
         try {
-          const checks = await cli.withDatabase((database) => upgradeChecks(database, cli.settings()));
+          const checks = await cli.withDatabase((database, url) => upgradeChecks(database, cli.settings(), url));
           const code = Math.max(...checks.map((c) => CHECK_EXIT_CODE[c.result]));
           cli.print({ checks, code }, options.json, () => text(checks));
           return code;

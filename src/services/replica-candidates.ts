@@ -1,0 +1,62 @@
+/**
+ * GET /allocation_candidates on a read replica when one is fit (db/read-replicas.ts
+ * says why this read may be stale and when a standby is fit). A standby that
+ * fails the read for being unavailable, or cancels it for a conflict with
+ * recovery (40001 on a hot standby), has the read run again on the primary,
+ * provided nothing of the answer has reached the client's body yet; the
+ * client sees an answer, not a 503, for a standby that went away.
+ */
+import type { Db } from "../db/database.js";
+import type { ReadReplicas } from "../db/read-replicas.js";
+import { sqlStateMeaning } from "../db/sql-state.js";
+import type { CandidatesQuery } from "../query/request-groups.js";
+import type { CandidatesPath, CandidatesService, CandidatesSink } from "./candidates/service.js";
+
+export type CandidatesAnswerer = Pick<CandidatesService, "answer">;
+
+export class ReplicaRoutedCandidates implements CandidatesAnswerer {
+  /** One service per standby: each keeps the shape hint and provider details it read there. */
+  private readonly onStandby = new Map<Db, CandidatesService>();
+
+  constructor(
+    private readonly onPrimary: CandidatesService,
+    private readonly replicas: ReadReplicas,
+    private readonly serviceOn: (db: Db) => CandidatesService,
+  ) {}
+
+  async answer(query: CandidatesQuery, nestedAware: boolean, sink: CandidatesSink): Promise<CandidatesPath | undefined> {
+    const target = this.replicas.pick();
+    if (!target.replica) {
+      this.replicas.served("primary");
+      return this.onPrimary.answer(query, nestedAware, sink);
+    }
+    let started = false;
+    const watched: CandidatesSink = {
+      candidate: (c, names) => {
+        started = true;
+        sink.candidate(c, names);
+      },
+      end: (result) => {
+        started = true;
+        sink.end(result);
+      },
+      flat: (answer) => {
+        started = true;
+        sink.flat(answer);
+      },
+    };
+    let service = this.onStandby.get(target.db);
+    if (!service) this.onStandby.set(target.db, (service = this.serviceOn(target.db)));
+    try {
+      const path = await service.answer(query, nestedAware, watched);
+      this.replicas.served("replica");
+      return path;
+    } catch (err) {
+      const meaning = sqlStateMeaning(err);
+      if (started || (meaning !== "unavailable" && meaning !== "retry")) throw err;
+      if (meaning === "unavailable") target.unavailable(err);
+      this.replicas.served("primary");
+      return this.onPrimary.answer(query, nestedAware, sink);
+    }
+  }
+}
