@@ -55,7 +55,7 @@ function parseArgs(args: string[]): Options {
   return opts;
 }
 
-interface Shape {
+export interface Shape {
   name: string;
   variant: "flat" | "nested" | "usages";
   query: string;
@@ -67,7 +67,7 @@ interface Shape {
 
 const AGG = (i: number) => `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`;
 
-const SHAPES: Shape[] = [
+export const SHAPES: Shape[] = [
   { name: "plain, limit=1000", variant: "flat", query: "resources=VCPU:1,MEMORY_MB:512,DISK_GB:10&limit=1000" },
   { name: "plain, no limit", variant: "flat", query: "resources=VCPU:1,MEMORY_MB:512,DISK_GB:10" },
   { name: "required + forbidden traits", variant: "flat", query: "resources=VCPU:1,MEMORY_MB:512,DISK_GB:10&required=HW_CPU_X86_AVX2,!CUSTOM_BENCH_SLOW" },
@@ -216,7 +216,7 @@ async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-async function createDb(name: string): Promise<string> {
+export async function createDb(name: string): Promise<string> {
   await admin(async (c) => {
     await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await c.query(`CREATE DATABASE ${name}`);
@@ -226,7 +226,7 @@ async function createDb(name: string): Promise<string> {
   return u.toString();
 }
 
-const dropDb = (name: string) => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+export const dropDb = (name: string) => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 
 export interface Server {
   port: number;
@@ -347,7 +347,7 @@ const UNTIMED = 2;
  * after 100 ms), which is a property of the machine, not of either server,
  * and which swamps a 3 ms answer next to a 30 ms one.
  */
-async function measure(servers: Array<{ name: string; port: number }>, shape: Shape, iterations: number): Promise<Array<Omit<Row, "size" | "shape" | "rss">>> {
+export async function measure(servers: Array<{ name: string; port: number }>, shape: Shape, iterations: number): Promise<Array<Omit<Row, "size" | "shape" | "rss">>> {
   const q = shape.path ?? `/allocation_candidates?${shape.query}`;
   const firsts: Array<Awaited<ReturnType<typeof get>>> = [];
   for (const s of servers) {

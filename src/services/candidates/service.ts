@@ -73,7 +73,10 @@ export interface CandidatesSink {
 
 export type CandidatesConfig = Pick<
   Config,
-  "PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES" | "PLACEMENT_MAX_ALLOCATION_CANDIDATES" | "PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY"
+  | "PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES"
+  | "PLACEMENT_MAX_ALLOCATION_CANDIDATES"
+  | "PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY"
+  | "PLACEMENT_DB_POOLER"
 >;
 
 export interface CandidatesServiceOptions {
@@ -94,13 +97,18 @@ export interface PreferredCandidate {
 
 export class CandidatesService {
   private readonly shape = new ShapeHint();
-  private readonly flatState: FlatStatementState = { details: new ProviderDetailsCache() };
+  private readonly flatState: FlatStatementState;
 
   constructor(
     private readonly db: Db,
     private readonly config: CandidatesConfig,
     private readonly options: CandidatesServiceOptions = {},
-  ) {}
+  ) {
+    // A transaction pooler gives each statement any server connection: a statement prepared on one is unknown
+    // (or, named alike, already there) on the next, so there every statement is unnamed.
+    const named = config.PLACEMENT_DB_POOLER !== "transaction";
+    this.flatState = { details: new ProviderDetailsCache({ namedStatements: named }), namedStatements: named };
+  }
 
   /**
    * Answers GET /allocation_candidates into `sink`; `nestedAware` is
