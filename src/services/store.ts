@@ -23,17 +23,19 @@ const WRITE_RETRIES = 10;
 
 /**
  * Runs `work` in a READ COMMITTED transaction, run again from the start when
- * PostgreSQL aborts it for a deadlock or serialization failure. Once the
- * retries run out the client gets a ConcurrentUpdate (Placement's 409 for a
- * write that kept colliding), never a 500.
+ * PostgreSQL aborts it for a deadlock or serialization failure; every retry
+ * is told to the store's onRetry (so the metrics count every write's, not
+ * only the allocation writes'). Once the retries run out the client gets a
+ * ConcurrentUpdate (Placement's 409 for a write that kept colliding), never
+ * a 500.
  */
 export async function writeTransaction<T>(
-  db: Db,
+  store: Store,
   work: (tx: Tx) => Promise<T>,
-  options: { retries?: number; during?: ConcurrentUpdate["during"]; onRetry?: (cause: string) => void } = {},
+  options: { retries?: number; during?: ConcurrentUpdate["during"] } = {},
 ): Promise<T> {
   try {
-    return await inTransaction(db, work, options.retries ?? WRITE_RETRIES, options.onRetry);
+    return await inTransaction(store.db, work, options.retries ?? WRITE_RETRIES, store.onRetry);
   } catch (err) {
     if (isRetryable(err)) throw new ConcurrentUpdate(options.during);
     throw err;
