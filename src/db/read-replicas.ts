@@ -79,8 +79,10 @@ export interface ReplicaState {
   name: string;
   /** Whether a read would be sent there now. */
   usable: boolean;
-  /** At most this far behind the primary now (seconds); null when it has never been measured. */
+  /** How far behind the primary it was at its last check (seconds); null when unknown (never measured, or the check failed). */
   behindSeconds: number | null;
+  /** When that check was (seconds ago): a read is sent there only while the two add up to at most the bound. */
+  checkedSecondsAgo: number | null;
   /** Bytes of the primary's WAL not yet replayed at the last check; null when unknown. */
   bytesBehind: number | null;
   replayPaused: boolean;
@@ -101,6 +103,8 @@ export interface ReadTarget {
 const HISTORY_MS = 10 * 60_000;
 /** A check that has not answered by then counts as failed. */
 const CHECK_TIMEOUT_MS = 2_000;
+/** How long a check waits before looking again at a standby just short of the primary's position. */
+const SECOND_LOOK_MS = 20;
 
 /** "16/B374D848" as a number of bytes. */
 export function parseLsn(text: string): bigint {
@@ -201,19 +205,16 @@ class Standby {
     this.checking = true;
     const wasUsable = this.usable(Date.now());
     try {
-      const at = Date.now();
-      const result = await withTimeout(this.monitor.pool.query(STANDBY_QUERY), `standby ${this.name}`);
-      const row = result.rows[0] as { in_recovery: boolean; replay_lsn: string | null; replay_age: number | null; paused: boolean };
-      const reading: StandbyReading = {
-        at,
-        inRecovery: row.in_recovery,
-        replayLsn: row.replay_lsn === null ? null : parseLsn(row.replay_lsn),
-        replayAgeSeconds: row.replay_age,
-        replayPaused: row.paused,
-      };
+      let reading = await this.read();
+      const latest = primary.latest();
+      // Under steady writes a streaming standby is a few milliseconds short of the position just
+      // sampled, which would date it back to the sample before, a whole interval earlier: look once more.
+      if (latest && reading.replayLsn !== null && reading.replayLsn < latest.lsn && !reading.replayPaused) {
+        await new Promise((r) => setTimeout(r, SECOND_LOOK_MS));
+        reading = await this.read();
+      }
       this.reading = reading;
       this.behind = behindAtReading(reading, primary);
-      const latest = primary.latest();
       this.bytesBehind =
         latest && reading.replayLsn !== null ? Number(latest.lsn > reading.replayLsn ? latest.lsn - reading.replayLsn : 0n) : null;
       this.failure = reading.inRecovery ? undefined : "not a standby (not in recovery)";
@@ -227,6 +228,19 @@ class Standby {
       if (usable) this.log.info("read replica serving reads", { replica: this.name });
       else this.log.warn("read replica skipped: reads go to the primary", { replica: this.name, why: this.state(Date.now()).detail });
     }
+  }
+
+  private async read(): Promise<StandbyReading> {
+    const at = Date.now();
+    const result = await withTimeout(this.monitor.pool.query(STANDBY_QUERY), `standby ${this.name}`);
+    const row = result.rows[0] as { in_recovery: boolean; replay_lsn: string | null; replay_age: number | null; paused: boolean };
+    return {
+      at,
+      inRecovery: row.in_recovery,
+      replayLsn: row.replay_lsn === null ? null : parseLsn(row.replay_lsn),
+      replayAgeSeconds: row.replay_age,
+      replayPaused: row.paused,
+    };
   }
 
   unavailable(err: unknown): void {
@@ -246,15 +260,17 @@ class Standby {
   }
 
   state(now: number): ReplicaState {
-    const behind = this.behindNow(now);
+    const behindNow = this.behindNow(now);
     const paused = this.reading?.replayPaused ?? false;
     let detail = this.failure ?? (paused ? "replay paused" : "streaming");
-    if (!this.failure && behind !== undefined && behind > this.maxLagSeconds) detail += `, behind more than ${this.maxLagSeconds} s`;
+    if (!this.failure && behindNow !== undefined && behindNow > this.maxLagSeconds) detail += `, behind more than ${this.maxLagSeconds} s`;
     if (!this.reading && !this.failure) detail = "not checked yet";
+    const seconds = (n: number | undefined) => (n === undefined ? null : Math.round(n * 1000) / 1000);
     return {
       name: this.name,
       usable: this.usable(now),
-      behindSeconds: behind === undefined ? null : Math.round(behind * 1000) / 1000,
+      behindSeconds: this.failure ? null : seconds(this.behind),
+      checkedSecondsAgo: seconds(this.reading && (now - this.reading.at) / 1000),
       bytesBehind: this.bytesBehind,
       replayPaused: paused,
       detail,
