@@ -133,6 +133,32 @@ describe.skipIf(missing !== undefined)(`read replicas on a real streaming standb
     expect(await servedBy(server.metrics)).toMatchObject({ replica: 2 });
   });
 
+  it("answers a cloud with trees there too, in the engine's read-only snapshot", async () => {
+    const server = await serverWith([standbyUrl()], 60);
+    const root = randomUUID();
+    expect((await server.request("POST", "/resource_providers", { uuid: root, name: `replicas-root-${root}` })).status).toBe(200);
+    const child = async () => {
+      const uuid = randomUUID();
+      const made = await server.request("POST", "/resource_providers", { uuid, name: `replicas-child-${uuid}`, parent_provider_uuid: root });
+      expect(made.status, made.text).toBe(200);
+      const put = await server.request("PUT", `/resource_providers/${uuid}/inventories`, { resource_provider_generation: 0, inventories: { VCPU: { total: 2 } } });
+      expect(put.status, put.text).toBe(200);
+      return uuid;
+    };
+    const first = await child();
+    await waitForReplay(primary, standby);
+    await pause();
+    try {
+      const second = await child();
+      const stale = await candidates(server, 2);
+      expect(stale.uuids).toEqual(expect.arrayContaining([root, first]));
+      expect(stale.uuids).not.toContain(second);
+    } finally {
+      await resume();
+    }
+    expect(await servedBy(server.metrics)).toEqual({ replica: 1 });
+  });
+
   it("skips a standby further behind than the bound for the primary, and uses it again once caught up", async () => {
     const server = await serverWith([standbyUrl()], 1);
     await waitForReplay(primary, standby);
