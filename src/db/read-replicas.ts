@@ -55,8 +55,9 @@
  * `behind at its last check + time since that check <= max lag`: every read
  * it serves reflects every write committed more than
  * PLACEMENT_READ_MAX_LAG_SECONDS earlier. A standby that cannot be reached,
- * that fails a read, or that is not in recovery (promoted: its data may have
- * forked from the primary's) serves nothing until a check finds it fit again;
+ * that fails a read, that is not in recovery (promoted: its data may have
+ * forked from the primary's), or that is not a copy of this primary (another
+ * system identifier: its positions mean nothing here) serves nothing until a check finds it fit again;
  * the read goes to the primary. Several standbys are used in turn.
  */
 import type { Logger } from "../log.js";
@@ -115,6 +116,8 @@ export function parseLsn(text: string): bigint {
 /** The primary's WAL position over time, to tell how long ago a standby's replayed position was the primary's. */
 export class PrimaryWalHistory {
   private readonly samples: Array<{ at: number; lsn: bigint }> = [];
+  /** The primary's system identifier: positions compare only within one system (a standby made from it shares it). */
+  system: string | undefined;
 
   add(at: number, lsn: bigint): void {
     this.samples.push({ at, lsn });
@@ -136,6 +139,7 @@ export class PrimaryWalHistory {
 export interface StandbyReading {
   at: number;
   inRecovery: boolean;
+  system: string;
   replayLsn: bigint | null;
   /** Seconds since the last replayed transaction committed (on the primary's clock); null before any. */
   replayAgeSeconds: number | null;
@@ -155,7 +159,9 @@ export function behindAtReading(reading: StandbyReading, primary: PrimaryWalHist
   return bounds.length > 0 ? Math.min(...bounds) : undefined;
 }
 
-const STANDBY_QUERY = `SELECT pg_is_in_recovery() AS in_recovery,
+const SYSTEM_SQL = "(SELECT system_identifier::text FROM pg_control_system()) AS system";
+const PRIMARY_QUERY = `SELECT pg_current_wal_lsn()::text AS lsn, ${SYSTEM_SQL}`;
+const STANDBY_QUERY = `SELECT pg_is_in_recovery() AS in_recovery, ${SYSTEM_SQL},
        pg_last_wal_replay_lsn()::text AS replay_lsn,
        EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp())::float8 AS replay_age,
        CASE WHEN pg_is_in_recovery() THEN pg_is_wal_replay_paused() ELSE false END AS paused`;
@@ -217,7 +223,11 @@ class Standby {
       this.behind = behindAtReading(reading, primary);
       this.bytesBehind =
         latest && reading.replayLsn !== null ? Number(latest.lsn > reading.replayLsn ? latest.lsn - reading.replayLsn : 0n) : null;
-      this.failure = reading.inRecovery ? undefined : "not a standby (not in recovery)";
+      this.failure = !reading.inRecovery
+        ? "not a standby (not in recovery)"
+        : primary.system !== undefined && reading.system !== primary.system
+          ? `not a standby of this primary (system identifier ${reading.system}, the primary's ${primary.system})`
+          : undefined;
     } catch (err) {
       this.failure = `unreachable: ${rootCause(err).message}`;
     } finally {
@@ -233,10 +243,11 @@ class Standby {
   private async read(): Promise<StandbyReading> {
     const at = Date.now();
     const result = await withTimeout(this.monitor.pool.query(STANDBY_QUERY), `standby ${this.name}`);
-    const row = result.rows[0] as { in_recovery: boolean; replay_lsn: string | null; replay_age: number | null; paused: boolean };
+    const row = result.rows[0] as { in_recovery: boolean; system: string; replay_lsn: string | null; replay_age: number | null; paused: boolean };
     return {
       at,
       inRecovery: row.in_recovery,
+      system: row.system,
       replayLsn: row.replay_lsn === null ? null : parseLsn(row.replay_lsn),
       replayAgeSeconds: row.replay_age,
       replayPaused: row.paused,
@@ -323,8 +334,10 @@ export class ReadReplicas {
   private async checkAll(): Promise<void> {
     try {
       const at = Date.now();
-      const result = await withTimeout(this.primaryMonitor.pool.query("SELECT pg_current_wal_lsn()::text AS lsn"), "the primary");
-      this.primaryHistory.add(at, parseLsn((result.rows[0] as { lsn: string }).lsn));
+      const result = await withTimeout(this.primaryMonitor.pool.query(PRIMARY_QUERY), "the primary");
+      const row = result.rows[0] as { lsn: string; system: string };
+      this.primaryHistory.add(at, parseLsn(row.lsn));
+      this.primaryHistory.system = row.system;
     } catch (err) {
       // No sample: the standbys' bounds grow until the primary answers again.
       this.log.debug("read replica monitor: no primary WAL position", { cause: rootCause(err) });

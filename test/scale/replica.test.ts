@@ -238,6 +238,19 @@ describe.skipIf(missing !== undefined)(`read replicas on a real streaming standb
     expect(await servedBy(server.metrics)).toEqual({ replica: 4 });
   });
 
+  it("skips a server that is not a standby, and a standby of another primary", async () => {
+    const options = { maxLagSeconds: 60, poolSize: 1, limits: NO_LIMITS, log };
+    const notStandby = await ReadReplicas.open(database.db, { ...options, primaryUrl: primary.url, replicaUrls: [primary.url] }, false);
+    opened.push(notStandby);
+    expect(notStandby.states()[0]).toMatchObject({ usable: false, detail: "not a standby (not in recovery)" });
+    // The machine's own PostgreSQL as "the primary": the standby's positions belong to another system.
+    const otherPrimary = "postgresql://postgres@127.0.0.1:5432/postgres";
+    const foreign = await ReadReplicas.open(database.db, { ...options, primaryUrl: otherPrimary, replicaUrls: [standbyUrl()] }, false);
+    opened.push(foreign);
+    expect(foreign.states()[0]).toMatchObject({ usable: false, detail: expect.stringMatching(/^not a standby of this primary \(system identifier \d+, the primary's \d+\)$/) });
+    expect(foreign.pick().replica).toBeUndefined();
+  });
+
   it("placement status measures each standby and warns of one the server would skip", async () => {
     const nobody = `postgresql://postgres@127.0.0.1:${NOBODY_PORT}/postgres`;
     await waitForReplay(primary, standby);
