@@ -1,16 +1,13 @@
 /**
- * UUIDs as Placement accepts them: JSON Schema's "format": "uuid" is checked
- * with oslo's is_uuid_like, which also takes upper case, no hyphens and braces.
- * Failures read as jsonschema's "'x' is not a 'uuid'", which clients match on.
+ * UUIDs as Placement reads them from paths, query strings and bodies: oslo's
+ * is_uuid_like (what "format": "uuid" means there) and the canonical form of
+ * any spelling Python's uuid.UUID() takes. The zod rules built on these are
+ * in schemas/common.ts.
  */
-import { z } from "zod";
-import { isUuidLike } from "../query/values.js";
 
-/** A string in any form is_uuid_like accepts. */
-export function zUuid() {
-  return z.string().superRefine((value, ctx) => {
-    if (!isUuidLike(value)) ctx.addIssue({ code: "invalid_format", format: "uuid", input: value, message: "not a uuid" });
-  });
+/** oslo's is_uuid_like: 32 hex digits once hyphens, braces and a urn prefix are dropped. */
+export function isUuidLike(value: string): boolean {
+  return /^[0-9a-f]{32}$/i.test(value.replace(/^urn:uuid:/i, "").replace(/[{}-]/g, ""));
 }
 
 /**
@@ -28,4 +25,3 @@ export function parseUuid(raw: string): string | undefined {
 export function canonicalUuid(value: string): string {
   return parseUuid(value) ?? value.toLowerCase();
 }
-

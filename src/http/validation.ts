@@ -3,7 +3,9 @@
  * JSON-Schema failures ("JSON does not validate: 0 is less than the minimum of
  * 1 ... Failed validating 'minimum' in schema..."). Clients and the
  * conformance tests match on those phrases, so each zod issue is translated
- * into the jsonschema wording for the same rule.
+ * into the jsonschema wording for the same rule. Bodies are validated here;
+ * query strings by query/query-string.ts's validateQuery, with the same
+ * wording behind Placement's other prefix. The schemas are in src/schemas/.
  */
 import type { z } from "zod";
 import { badRequest } from "./errors.js";
@@ -178,16 +180,6 @@ export function validateBody<S extends z.ZodType>(schema: S, body: unknown): z.o
   const result = schema.safeParse(body, { reportInput: true });
   if (result.success) return result.data;
   throw badRequest(`JSON does not validate: ${describeIssue(bestMatch(result.error.issues), body)}`);
-}
-
-/**
- * Validates a query string (as a name -> value object) the way Placement's
- * validate_query_params does: a failure is a 400 "Invalid query string parameters: ...".
- */
-export function validateQuery<S extends z.ZodType>(schema: S, query: Record<string, string>): z.output<S> {
-  const result = schema.safeParse(query, { reportInput: true });
-  if (result.success) return result.data;
-  throw badRequest(`Invalid query string parameters: ${describeIssue(bestMatch(result.error.issues), query)}`);
 }
 
 /** Parses a body text as JSON; a failure is Placement's "Malformed JSON" 400. */

@@ -2,13 +2,14 @@
  * The query string of GET /allocation_candidates: request groups (the
  * unsuffixed one plus `resources<S>`, `required<S>`, `member_of<S>`,
  * `in_tree<S>`) and the request-wide parameters (`limit`, `group_policy`,
- * `root_required`, `same_subtree`), validated per microversion the way
- * Placement does, in the same order, with the same 400s and error codes.
+ * `root_required`, `same_subtree`), validated per microversion against
+ * schemas/allocation-candidates.ts, then parsed the way Placement does, in the
+ * same order, with the same 400s and error codes.
  */
-import { z } from "zod";
 import { badRequest, ErrorCode } from "../http/errors.js";
 import type { Microversion } from "../http/microversion.js";
 import { pyRepr } from "../http/validation.js";
+import { CANDIDATES_QUERY, LIMIT, NAMED_SUFFIX, NUMBERED_SUFFIX } from "../schemas/allocation-candidates.js";
 import { allValues, validateQuery, type QueryPairs } from "./query-string.js";
 import {
   parseInTree,
@@ -45,58 +46,6 @@ export interface RequestWideParams {
 export interface CandidatesQuery {
   groups: RequestGroup[];
   params: RequestWideParams;
-}
-
-const LIMIT = z.string().regex(/^[1-9][0-9]*$/);
-const NUMBERED = "[1-9][0-9]*";
-const NAMED = "[a-zA-Z0-9_-]{1,64}";
-
-// Placement's query schemas per microversion, each built from the previous one.
-const V1_10 = z.strictObject({ resources: z.string() });
-const V1_16 = V1_10.extend({ limit: LIMIT.optional() });
-const V1_17 = V1_16.extend({ required: z.string().optional() });
-const V1_21 = V1_17.extend({ member_of: z.string().optional() });
-const V1_25_FIXED = z.object({ limit: LIMIT.optional(), group_policy: z.enum(["none", "isolate"]).optional() });
-const V1_35_FIXED = V1_25_FIXED.extend({ root_required: z.string().optional() });
-const V1_36_FIXED = V1_35_FIXED.extend({ same_subtree: z.string().optional() });
-
-/** From 1.25 any key is allowed that is a fixed one or a group key with a valid suffix, as jsonschema's patternProperties. */
-function groupedSchema(fixed: z.ZodObject, prefixes: string[], suffixPattern: string) {
-  const patterns = prefixes.map((p) => `^${p}(${suffixPattern})?$`).sort();
-  const regexes = patterns.map((p) => new RegExp(p));
-  const known = new Set(Object.keys(fixed.shape));
-  return z.looseObject(fixed.shape).superRefine((dict, ctx) => {
-    const extras = Object.keys(dict)
-      .filter((k) => !known.has(k) && !regexes.some((r) => r.test(k)))
-      .sort();
-    if (extras.length === 0) return;
-    ctx.addIssue({
-      code: "custom",
-      message: `${extras.map((k) => pyRepr(k)).join(", ")} ${extras.length === 1 ? "does" : "do"} not match any of the regexes: ${patterns.map((p) => pyRepr(p)).join(", ")}`,
-      params: { validator: "additionalProperties" },
-      path: [],
-    });
-  });
-}
-
-const GROUP_KEYS = ["resources", "required", "member_of", "in_tree"];
-// Built once: a zod schema costs far more to build (0.3 ms) than to run.
-const V1_36 = groupedSchema(V1_36_FIXED, GROUP_KEYS, NAMED);
-const V1_35 = groupedSchema(V1_35_FIXED, GROUP_KEYS, NAMED);
-const V1_33 = groupedSchema(V1_25_FIXED, GROUP_KEYS, NAMED);
-const V1_31 = groupedSchema(V1_25_FIXED, GROUP_KEYS, NUMBERED);
-const V1_25 = groupedSchema(V1_25_FIXED, ["resources", "required", "member_of"], NUMBERED);
-
-function candidatesSchema(mv: Microversion): z.ZodType {
-  if (mv.atLeast("1.36")) return V1_36;
-  if (mv.atLeast("1.35")) return V1_35;
-  if (mv.atLeast("1.33")) return V1_33;
-  if (mv.atLeast("1.31")) return V1_31;
-  if (mv.atLeast("1.25")) return V1_25;
-  if (mv.atLeast("1.21")) return V1_21;
-  if (mv.atLeast("1.17")) return V1_17;
-  if (mv.atLeast("1.16")) return V1_16;
-  return V1_10;
 }
 
 function parseRequestWide(pairs: QueryPairs): RequestWideParams {
@@ -141,7 +90,7 @@ function parseRequestWide(pairs: QueryPairs): RequestWideParams {
 
 /** Groups by suffix, in the order their first key appears. */
 function parseGroups(pairs: QueryPairs, mv: Microversion): RequestGroup[] {
-  const suffix = mv.atLeast("1.33") ? NAMED : NUMBERED;
+  const suffix = mv.atLeast("1.33") ? NAMED_SUFFIX : NUMBERED_SUFFIX;
   const key = new RegExp(`^(resources|required|member_of|in_tree)(${suffix})?$`);
   const bySuffix = new Map<string, RequestGroup>();
   for (const [name, value] of pairs) {
@@ -227,7 +176,7 @@ function checkConflictingTraits(groups: RequestGroup[]): void {
 
 /** Parses and validates the whole query string of GET /allocation_candidates for microversion `mv`. */
 export function parseCandidatesQuery(pairs: QueryPairs, mv: Microversion): CandidatesQuery {
-  validateQuery(candidatesSchema(mv), pairs);
+  validateQuery(CANDIDATES_QUERY.at(mv), pairs);
   const params = parseRequestWide(pairs);
   const groups = parseGroups(pairs, mv);
   checkGroupShapes(groups, params, mv);

@@ -7,6 +7,7 @@
  */
 import { badRequest, ErrorCode } from "../http/errors.js";
 import type { Microversion } from "../http/microversion.js";
+import { isUuidLike } from "../http/uuid.js";
 
 /** A trait expression: every inner list must be matched by at least one of its traits (AND of ORs). */
 export interface TraitFilter {
@@ -108,11 +109,6 @@ export function parseRootRequired(value: string): { required: string[]; forbidde
     );
   }
   return { required, forbidden: [...parsed.forbidden] };
-}
-
-/** oslo's is_uuid_like: 32 hex digits once hyphens, braces and a urn prefix are dropped. */
-export function isUuidLike(value: string): boolean {
-  return /^[0-9a-f]{32}$/i.test(value.replace(/^urn:uuid:/i, "").replace(/[{}-]/g, ""));
 }
 
 /** One `member_of` value: `UUID`, `!UUID`, `in:U1,U2` or `!in:U1,U2`. */

@@ -4,28 +4,15 @@
  * generation, which a PUT must match and then bumps.
  */
 import { Hono } from "hono";
-import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { readJsonBody, requireJsonContent } from "../http/body.js";
-import { zInteger } from "../http/json-types.js";
 import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
+import { badRequest } from "../http/errors.js";
 import { setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
-import { zUuid } from "../http/uuid.js";
-import { requireProvider } from "../services/providers.js";
+import { PUT_AGGREGATES } from "../schemas/aggregates.js";
 import { getProviderAggregates, setProviderAggregates } from "../services/aggregates.js";
-import { pyRepr } from "../http/validation.js";
-import { badRequest } from "../http/errors.js";
-
-/** jsonschema's uniqueItems, which zod has no rule for. */
-const uniqueList = z.array(zUuid()).superRefine((items, ctx) => {
-  if (new Set(items).size !== items.length) {
-    ctx.addIssue({ code: "custom", input: items, message: `${pyRepr(items)} has non-unique elements`, params: { validator: "uniqueItems" } });
-  }
-});
-const PUT_AGGREGATES_V1_1 = uniqueList;
-/** 1.19: an object with the generation the client saw. */
-const PUT_AGGREGATES_V1_19 = z.strictObject({ aggregates: uniqueList, resource_provider_generation: zInteger() });
+import { requireProvider } from "../services/providers.js";
 
 /**
  * Aggregates are stored as written, in 36 characters. The longer spellings
@@ -67,14 +54,12 @@ export function aggregateRoutes(deps: RouteDeps): Hono<AppEnv> {
       const uuid = c.req.param("uuid");
       // Placement looks the provider up before it reads the body: 404 wins over 400.
       await requireProvider(db, uuid);
-      if (c.get("microversion").atLeast("1.19")) {
-        const body = await readJsonBody(c, PUT_AGGREGATES_V1_19);
-        const generation = await setProviderAggregates(store, uuid, storableAggregates(body.aggregates), body.resource_provider_generation);
-        return sendAggregates(c, body.aggregates, generation);
-      }
-      const list = await readJsonBody(c, PUT_AGGREGATES_V1_1);
-      const generation = await setProviderAggregates(store, uuid, storableAggregates(list));
-      return sendAggregates(c, list, generation);
+      const body = await readJsonBody(c, PUT_AGGREGATES.at(c.get("microversion")));
+      // Before 1.19 the body is the bare list, and no generation is checked.
+      const uuids = Array.isArray(body) ? body : body.aggregates;
+      const expected = Array.isArray(body) ? undefined : body.resource_provider_generation;
+      const generation = await setProviderAggregates(store, uuid, storableAggregates(uuids), expected);
+      return sendAggregates(c, uuids, generation);
     },
   });
 

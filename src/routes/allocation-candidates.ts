@@ -1,12 +1,10 @@
 /** GET /allocation_candidates (from 1.10): parse, authorize, one service call, the body per microversion. */
 import { Hono } from "hono";
-import { authorize } from "../auth/policy.js";
 import type { AppEnv, RouteDeps } from "../http/context.js";
 import { setLastModified } from "../http/last-modified.js";
-import { declareRoute, requireMicroversion } from "../http/routing.js";
-import { queryPairs } from "../query/query-string.js";
-import { parseCandidatesQuery } from "../query/request-groups.js";
+import { declareRoute } from "../http/routing.js";
 import { CandidatesBody } from "./candidates-body.js";
+import { candidatesRequest } from "./candidates-request.js";
 import { responseShape } from "./candidates-shape.js";
 import { FlatBodyPieces } from "./flat-candidates-body.js";
 
@@ -15,10 +13,7 @@ export function allocationCandidateRoutes(deps: RouteDeps): Hono<AppEnv> {
   const pieces = new FlatBodyPieces();
   declareRoute(app, "/allocation_candidates", {
     GET: async (c) => {
-      requireMicroversion(c, "1.10");
-      authorize(c, "placement:allocation_candidates:list");
-      const mv = c.get("microversion");
-      const query = parseCandidatesQuery(queryPairs(c.req.url), mv);
+      const { mv, query } = candidatesRequest(c, "placement:allocation_candidates:list");
       const body = new CandidatesBody(responseShape(mv), query, pieces);
       const answering = deps.services.candidates.answer(query, mv.atLeast("1.29"), body);
       answering.then(

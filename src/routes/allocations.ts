@@ -3,9 +3,10 @@
  * and GET /resource_providers/{uuid}/allocations.
  */
 import { Hono } from "hono";
+import type { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { readJsonBody, requireJsonContent } from "../http/body.js";
-import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
+import type { AppEnv, RouteDeps } from "../http/context.js";
 import { badRequest } from "../http/errors.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
@@ -17,42 +18,14 @@ import {
   setConsumerAllocations,
 } from "../services/allocations.js";
 import { parseUuid } from "../http/uuid.js";
-import {
-  POST_ALLOCATIONS_V1_13,
-  POST_ALLOCATIONS_V1_28,
-  POST_ALLOCATIONS_V1_34,
-  POST_ALLOCATIONS_V1_38,
-  PUT_ALLOCATIONS_V1_0,
-  PUT_ALLOCATIONS_V1_12,
-  PUT_ALLOCATIONS_V1_28,
-  PUT_ALLOCATIONS_V1_34,
-  PUT_ALLOCATIONS_V1_38,
-  PUT_ALLOCATIONS_V1_8,
-  type ParsedConsumerBody,
-} from "./allocation-schemas.js";
+import { POST_ALLOCATIONS, PUT_ALLOCATIONS, type ParsedConsumerBody } from "../schemas/allocations.js";
 import { toConsumerWrite } from "./consumer-writes.js";
 
-function putSchema(c: AppContext) {
-  const mv = c.get("microversion");
-  if (mv.atLeast("1.38")) return PUT_ALLOCATIONS_V1_38;
-  if (mv.atLeast("1.34")) return PUT_ALLOCATIONS_V1_34;
-  if (mv.atLeast("1.28")) return PUT_ALLOCATIONS_V1_28;
-  if (mv.atLeast("1.12")) return PUT_ALLOCATIONS_V1_12;
-  if (mv.atLeast("1.8")) return PUT_ALLOCATIONS_V1_8;
-  return PUT_ALLOCATIONS_V1_0;
-}
-
-function postSchema(c: AppContext) {
-  const mv = c.get("microversion");
-  if (mv.atLeast("1.38")) return POST_ALLOCATIONS_V1_38;
-  if (mv.atLeast("1.34")) return POST_ALLOCATIONS_V1_34;
-  if (mv.atLeast("1.28")) return POST_ALLOCATIONS_V1_28;
-  return POST_ALLOCATIONS_V1_13;
-}
-
 /** The list form of 1.0 - 1.11 as the dict form of 1.12 (a repeated provider: the last entry wins, as in Placement). */
-function listToDict(body: { allocations: Array<{ resource_provider: { uuid: string }; resources: Record<string, number> }> }) {
-  return Object.fromEntries(body.allocations.map((a) => [a.resource_provider.uuid, { resources: a.resources }]));
+function inDictForm(body: z.output<ReturnType<typeof PUT_ALLOCATIONS.at>>): ParsedConsumerBody {
+  const { allocations } = body;
+  if (!Array.isArray(allocations)) return { ...body, allocations };
+  return { ...body, allocations: Object.fromEntries(allocations.map((a) => [a.resource_provider.uuid, { resources: a.resources }])) };
 }
 
 export function allocationRoutes(deps: RouteDeps): Hono<AppEnv> {
@@ -64,7 +37,7 @@ export function allocationRoutes(deps: RouteDeps): Hono<AppEnv> {
       requireMicroversion(c, "1.13");
       requireJsonContent(c);
       authorize(c, "placement:allocations:manage");
-      const body = (await readJsonBody(c, postSchema(c))) as Record<string, ParsedConsumerBody>;
+      const body: Record<string, ParsedConsumerBody> = await readJsonBody(c, POST_ALLOCATIONS.at(c.get("microversion")));
       const writes = Object.entries(body).map(([uuid, consumer]) => toConsumerWrite(c, deps.config, uuid, consumer));
       await setAllocations(deps.store, writes);
       return c.body(null, 204);
@@ -98,9 +71,8 @@ export function allocationRoutes(deps: RouteDeps): Hono<AppEnv> {
       const raw = c.req.param("consumer_uuid");
       const consumerUuid = parseUuid(raw);
       if (!consumerUuid) throw badRequest(`Malformed consumer_uuid: ${raw}`);
-      const parsed = await readJsonBody(c, putSchema(c));
-      const body = (c.get("microversion").atLeast("1.12") ? parsed : { ...parsed, allocations: listToDict(parsed as never) }) as ParsedConsumerBody;
-      const write = toConsumerWrite(c, deps.config, consumerUuid, body);
+      const parsed = await readJsonBody(c, PUT_ALLOCATIONS.at(c.get("microversion")));
+      const write = toConsumerWrite(c, deps.config, consumerUuid, inDictForm(parsed));
       await setConsumerAllocations(deps.store, write);
       return c.body(null, 204);
     },

@@ -6,26 +6,16 @@
  * seconds for the first one; `next` is the cursor to ask from next time.
  */
 import { Hono } from "hono";
-import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import type { AppEnv, RouteDeps } from "../http/context.js";
 import { declareRoute } from "../http/routing.js";
 import { queryPairs, validateQuery } from "../query/query-string.js";
+import { CHANGES_QUERY } from "../schemas/changes.js";
 import { ChangeNotifier, poolOf } from "../services/changes-notifier.js";
 import { changesSince, currentCursor, type ProviderChange } from "../services/changes.js";
 
-/** The longest a reader may wait in one request. */
-export const MAX_WAIT_SECONDS = 60;
 /** How often a waiting reader looks again without a notification (one lost with a dropped connection). */
 const POLL_SLICE_MS = 1000;
-
-const DIGITS = z.string().regex(/^(0|[1-9][0-9]{0,15})$/).transform(Number);
-const CHANGES_QUERY = z.strictObject({
-  since: DIGITS.optional(),
-  timeout: DIGITS.pipe(z.number().max(MAX_WAIT_SECONDS)).optional(),
-  /** Transactions per answer (each with all of its changed providers). */
-  limit: DIGITS.pipe(z.number().min(1).max(10000)).optional(),
-});
 
 function shape(change: ProviderChange) {
   const head = { cursor: change.cursor, resource_provider_uuid: change.providerUuid };
@@ -38,7 +28,7 @@ export function changeRoutes(deps: RouteDeps): Hono<AppEnv> {
   declareRoute(app, "/changes", {
     GET: async (c) => {
       authorize(c, "placement:changes:list");
-      const query = validateQuery(CHANGES_QUERY, queryPairs(c.req.url));
+      const query = validateQuery(CHANGES_QUERY.at(c.get("microversion")), queryPairs(c.req.url));
       if (query.since === undefined) return c.json({ changes: [], next: await currentCursor(deps.db) });
       const since = query.since;
       const limit = query.limit ?? 1000;

@@ -6,25 +6,20 @@
  * to choose.
  */
 import { Hono } from "hono";
-import { authorize } from "../auth/policy.js";
 import { readJsonBody } from "../http/body.js";
 import type { AppEnv, RouteDeps } from "../http/context.js";
 import { badRequest } from "../http/errors.js";
-import { declareRoute, requireMicroversion } from "../http/routing.js";
-import { queryPairs } from "../query/query-string.js";
-import { parseCandidatesQuery } from "../query/request-groups.js";
+import { declareRoute } from "../http/routing.js";
+import { POST_CLAIMS } from "../schemas/claims.js";
 import { claim } from "../services/claims.js";
-import { CLAIM_BODY } from "./claims-schemas.js";
+import { candidatesRequest } from "./candidates-request.js";
 
 export function claimRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   declareRoute(app, "/claims", {
     POST: async (c) => {
-      requireMicroversion(c, "1.10");
-      authorize(c, "placement:claims:create");
-      const mv = c.get("microversion");
-      const query = parseCandidatesQuery(queryPairs(c.req.url), mv);
-      const body = await readJsonBody(c, CLAIM_BODY);
+      const { mv, query } = candidatesRequest(c, "placement:claims:create");
+      const body = await readJsonBody(c, POST_CLAIMS.at(mv));
       const uuids = body.consumers.map((x) => x.consumer_uuid);
       const repeated = uuids.find((u, i) => uuids.indexOf(u) !== i);
       if (repeated) throw badRequest(`Consumer ${repeated} is named more than once.`);

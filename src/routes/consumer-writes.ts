@@ -5,7 +5,7 @@
 import type { Config } from "../config.js";
 import type { AppContext } from "../http/context.js";
 import type { ConsumerAllocations } from "../services/allocations.js";
-import type { ParsedConsumerBody } from "./allocation-schemas.js";
+import type { ParsedConsumerBody } from "../schemas/allocations.js";
 
 /** Turns one consumer's parsed body into the service's terms for the request's microversion. */
 export function toConsumerWrite(c: AppContext, config: Config, consumerUuid: string, body: ParsedConsumerBody): ConsumerAllocations {

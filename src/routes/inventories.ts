@@ -3,10 +3,8 @@
  * read, replace, add, change and remove what a provider offers.
  */
 import { Hono } from "hono";
-import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { readJsonBody, requireJsonContent } from "../http/body.js";
-import { zInteger } from "../http/json-types.js";
 import { jsonText, pythonFloat } from "../http/python-float.js";
 import { NumberToken, parseJsonText, type JsonText } from "../http/json-text.js";
 import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
@@ -24,19 +22,7 @@ import {
   type InventoryData,
 } from "../services/inventories.js";
 import { absoluteUrl, providerUrl } from "../http/urls.js";
-import { INVENTORY_RECORD, inventoryWithDefaults, RC_PATTERN } from "./inventory-schemas.js";
-
-/** PUT .../inventories/{rc}: the record plus the generation the client saw. */
-const PUT_INVENTORY = INVENTORY_RECORD.extend({ resource_provider_generation: zInteger() });
-/** POST .../inventories: the record plus its class. */
-const POST_INVENTORY = INVENTORY_RECORD.extend({ resource_class: z.string().regex(RC_PATTERN) });
-/** PUT .../inventories: every record by class, with the generation. */
-const PUT_INVENTORIES = z.strictObject({
-  resource_provider_generation: zInteger(),
-  // patternProperties without additionalProperties: false, as in Placement, so
-  // a malformed class name is not a schema error but an unknown class (400).
-  inventories: z.record(z.string(), INVENTORY_RECORD),
-});
+import { inventoryWithDefaults, POST_INVENTORY, PUT_INVENTORIES, PUT_INVENTORY } from "../schemas/inventories.js";
 
 /** An inventories answer: JSON with allocation_ratio written as Placement's float. */
 function sendJson(c: AppContext, body: unknown, status: 200 | 201 = 200) {
@@ -100,7 +86,7 @@ export function inventoryRoutes(deps: RouteDeps): Hono<AppEnv> {
       authorize(c, "placement:resource_providers:inventories:create");
       const uuid = c.req.param("uuid");
       await requireProvider(db, uuid);
-      const body = await readJsonBody(c, POST_INVENTORY);
+      const body = await readJsonBody(c, POST_INVENTORY.at(c.get("microversion")));
       const inv = inventoryWithDefaults(body);
       const generation = await addInventory(store, uuid, body.resource_class, inv, reservedMayEqualTotal(c));
       c.header("location", absoluteUrl(c, `${providerUrl(uuid)}/inventories/${body.resource_class}`));
@@ -113,7 +99,7 @@ export function inventoryRoutes(deps: RouteDeps): Hono<AppEnv> {
       const uuid = c.req.param("uuid");
       // Placement looks the provider up before it reads the body: 404 wins over 400.
       await requireProvider(db, uuid);
-      const body = await readJsonBody(c, PUT_INVENTORIES);
+      const body = await readJsonBody(c, PUT_INVENTORIES.at(c.get("microversion")));
       const items = new Map(Object.entries(body.inventories).map(([rc, r]) => [rc, inventoryWithDefaults(r)]));
       const generation = await replaceInventories(store, uuid, body.resource_provider_generation, items, reservedMayEqualTotal(c));
       setLastModified(c, items.size ? new Date() : null);
@@ -148,7 +134,7 @@ export function inventoryRoutes(deps: RouteDeps): Hono<AppEnv> {
       const uuid = c.req.param("uuid");
       const rc = c.req.param("resource_class");
       await requireProvider(db, uuid);
-      const body = await readJsonBody(c, PUT_INVENTORY);
+      const body = await readJsonBody(c, PUT_INVENTORY.at(c.get("microversion")));
       const inv = inventoryWithDefaults(body);
       const generation = await updateInventory(store, uuid, body.resource_provider_generation, rc, inv, reservedMayEqualTotal(c));
       return sendInventory(c, inv, generation, 200, undefined, ratioWrittenAsInteger(await bodyAsWritten(c)));

@@ -1,43 +1,13 @@
 /** POST /reshaper (1.30): replace inventories of several providers and allocations of several consumers at once. */
 import { Hono } from "hono";
-import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { readJsonBody, requireJsonContent } from "../http/body.js";
-import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
+import type { AppEnv, RouteDeps } from "../http/context.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
+import { inventoryWithDefaults } from "../schemas/inventories.js";
+import { POST_RESHAPER, type ParsedReshape } from "../schemas/reshaper.js";
 import { reshape } from "../services/reshaper.js";
-import {
-  minProperties,
-  RESHAPER_ALLOCATIONS_V1_30,
-  RESHAPER_ALLOCATIONS_V1_34,
-  RESHAPER_ALLOCATIONS_V1_38,
-  UUID_KEY,
-  type ParsedConsumerBody,
-} from "./allocation-schemas.js";
 import { toConsumerWrite } from "./consumer-writes.js";
-import { INVENTORY_RECORD, inventoryWithDefaults, RC_PATTERN } from "./inventory-schemas.js";
-
-const PROVIDER_INVENTORIES = z.strictObject({
-  resource_provider_generation: z.int(),
-  inventories: z.record(z.string().regex(RC_PATTERN), INVENTORY_RECORD),
-});
-
-/** 1.30: at least one provider's inventories, and the allocations (possibly none). */
-const POST_RESHAPER_V1_30 = z.strictObject({
-  inventories: minProperties(z.record(UUID_KEY, PROVIDER_INVENTORIES), 1),
-  allocations: RESHAPER_ALLOCATIONS_V1_30,
-});
-/** 1.34: allocations may carry mappings. */
-const POST_RESHAPER_V1_34 = POST_RESHAPER_V1_30.extend({ allocations: RESHAPER_ALLOCATIONS_V1_34 });
-/** 1.38: allocations need a consumer_type. */
-const POST_RESHAPER_V1_38 = POST_RESHAPER_V1_30.extend({ allocations: RESHAPER_ALLOCATIONS_V1_38 });
-
-function schemaFor(c: AppContext) {
-  const mv = c.get("microversion");
-  if (mv.atLeast("1.38")) return POST_RESHAPER_V1_38;
-  if (mv.atLeast("1.34")) return POST_RESHAPER_V1_34;
-  return POST_RESHAPER_V1_30;
-}
 
 export function reshaperRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -47,10 +17,7 @@ export function reshaperRoutes(deps: RouteDeps): Hono<AppEnv> {
       requireMicroversion(c, "1.30");
       requireJsonContent(c);
       authorize(c, "placement:reshaper:reshape");
-      const body = (await readJsonBody(c, schemaFor(c))) as {
-        inventories: Record<string, z.output<typeof PROVIDER_INVENTORIES>>;
-        allocations: Record<string, ParsedConsumerBody>;
-      };
+      const body: ParsedReshape = await readJsonBody(c, POST_RESHAPER.at(c.get("microversion")));
       const inventories = Object.entries(body.inventories).map(([providerUuid, p]) => ({
         providerUuid,
         generation: p.resource_provider_generation,

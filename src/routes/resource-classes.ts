@@ -3,13 +3,13 @@
  * 1.6), create-if-missing (bodiless PUT from 1.7) and delete.
  */
 import { Hono } from "hono";
-import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { readJsonBody, requireJsonContent } from "../http/body.js";
 import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
 import { validateBody } from "../http/validation.js";
+import { POST_RESOURCE_CLASS, PUT_RESOURCE_CLASS, RESOURCE_CLASS_PATH } from "../schemas/resource-classes.js";
 import {
   createResourceClass,
   deleteResourceClass,
@@ -18,12 +18,6 @@ import {
   listResourceClasses,
   renameResourceClass,
 } from "../services/resource-classes.js";
-
-/** Custom class names: CUSTOM_ then upper-case letters, digits and underscores. */
-const CUSTOM_CLASS_NAME = z.string().max(255).regex(/^CUSTOM_[A-Z0-9_]+$/);
-
-const POST_RC_SCHEMA_V1_2 = z.strictObject({ name: CUSTOM_CLASS_NAME });
-const PUT_RC_SCHEMA_V1_2 = POST_RC_SCHEMA_V1_2;
 
 const classUrl = (name: string) => `/resource_classes/${name}`;
 
@@ -44,7 +38,7 @@ export function resourceClassRoutes({ db, store }: RouteDeps): Hono<AppEnv> {
       requireMicroversion(c, "1.2");
       requireJsonContent(c);
       authorize(c, "placement:resource_classes:create");
-      const { name } = await readJsonBody(c, POST_RC_SCHEMA_V1_2);
+      const { name } = await readJsonBody(c, POST_RESOURCE_CLASS.at(c.get("microversion")));
       const rc = await createResourceClass(store, name);
       return c.body(null, 201, { location: classUrl(rc.name) });
     },
@@ -63,7 +57,7 @@ export function resourceClassRoutes({ db, store }: RouteDeps): Hono<AppEnv> {
       if (c.get("microversion").atLeast("1.7")) return ensureClass(c);
       requireJsonContent(c);
       authorize(c, "placement:resource_classes:update");
-      const { name } = await readJsonBody(c, PUT_RC_SCHEMA_V1_2);
+      const { name } = await readJsonBody(c, PUT_RESOURCE_CLASS.at(c.get("microversion")));
       const rc = await renameResourceClass(store, c.req.param("name"), name);
       return c.json(serialize(rc.name));
     },
@@ -78,7 +72,7 @@ export function resourceClassRoutes({ db, store }: RouteDeps): Hono<AppEnv> {
   /** From 1.7 the PUT has no body: the name in the path is validated as the body's name was. */
   async function ensureClass(c: AppContext) {
     authorize(c, "placement:resource_classes:update");
-    const { name } = validateBody(PUT_RC_SCHEMA_V1_2, { name: c.req.param("name") });
+    const { name } = validateBody(RESOURCE_CLASS_PATH.at(c.get("microversion")), { name: c.req.param("name") });
     const { created } = await ensureResourceClass(store, name);
     return c.body(null, created ? 201 : 204, { location: classUrl(name) });
   }

@@ -4,16 +4,16 @@
  */
 import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
-import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { readJsonBody, requireJsonContent } from "../http/body.js";
 import type { AppContext, AppEnv, RouteDeps } from "../http/context.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute } from "../http/routing.js";
 import { absoluteUrl, providerUrl } from "../http/urls.js";
-import { canonicalUuid, zUuid } from "../http/uuid.js";
+import { canonicalUuid } from "../http/uuid.js";
 import { queryPairs } from "../query/query-string.js";
 import { parseProviderListQuery } from "../query/provider-filters.js";
+import { POST_PROVIDER, PUT_PROVIDER } from "../schemas/resource-providers.js";
 import {
   createProvider,
   deleteProvider,
@@ -23,17 +23,6 @@ import {
   updateProvider,
   type ProviderView,
 } from "../services/providers.js";
-
-// Request bodies, one schema per microversion, each built from the previous one.
-/** PostgreSQL cannot store NUL in text: refusing it here keeps such a name a 400, not a 500. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching NUL is the point.
-const PROVIDER_NAME = z.string().max(200).regex(/^[^\u0000]*$/);
-const POST_PROVIDER = z.strictObject({ name: PROVIDER_NAME, uuid: zUuid().optional() });
-/** 1.14: a provider may be created under a parent. */
-const POST_PROVIDER_V1_14 = POST_PROVIDER.extend({ parent_provider_uuid: z.union([zUuid(), z.null()]).optional() });
-const PUT_PROVIDER = POST_PROVIDER.omit({ uuid: true });
-/** 1.14: a provider may be given a parent (moved or un-parented from 1.37). */
-const PUT_PROVIDER_V1_14 = POST_PROVIDER_V1_14.omit({ uuid: true });
 
 /** Placement's provider links: which relations exist depends on the microversion. */
 function providerLinks(c: AppContext, uuid: string): Array<{ rel: string; href: string }> {
@@ -85,9 +74,9 @@ export function resourceProviderRoutes(deps: RouteDeps): Hono<AppEnv> {
       requireJsonContent(c);
       authorize(c, "placement:resource_providers:create");
       const mv = c.get("microversion");
-      const body: z.output<typeof POST_PROVIDER_V1_14> = await readJsonBody(c, mv.atLeast("1.14") ? POST_PROVIDER_V1_14 : POST_PROVIDER);
+      const body = await readJsonBody(c, POST_PROVIDER.at(mv));
       const uuid = body.uuid ? canonicalUuid(body.uuid) : randomUUID();
-      const provider = await createProvider(store, { uuid, name: body.name, parentProviderUuid: parentAsWritten(body.parent_provider_uuid) });
+      const provider = await createProvider(store, { uuid, name: body.name, parentProviderUuid: parentAsWritten("parent_provider_uuid" in body ? body.parent_provider_uuid : null) });
       c.header("location", absoluteUrl(c, providerUrl(provider.uuid)));
       if (mv.lessThan("1.20")) return c.body(null, 201);
       setLastModified(c, newestTimestamp([provider]));
@@ -118,7 +107,7 @@ export function resourceProviderRoutes(deps: RouteDeps): Hono<AppEnv> {
       const mv = c.get("microversion");
       // Placement looks the provider up before it reads the body: 404 wins over 400.
       const before = await getProviderByUuid(db, uuid);
-      const body: z.output<typeof PUT_PROVIDER_V1_14> = await readJsonBody(c, mv.atLeast("1.14") ? PUT_PROVIDER_V1_14 : PUT_PROVIDER);
+      const body = await readJsonBody(c, PUT_PROVIDER.at(mv));
       const parent = "parent_provider_uuid" in body ? { parentProviderUuid: parentAsWritten(body.parent_provider_uuid) } : {};
       const update = { name: body.name, ...parent };
       const provider = await updateProvider(store, uuid, update, mv.atLeast("1.37"));

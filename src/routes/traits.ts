@@ -3,15 +3,14 @@
  * /resource_providers/{uuid}/traits.
  */
 import { Hono } from "hono";
-import { z } from "zod";
 import { authorize } from "../auth/policy.js";
 import { readJsonBody, requireJsonContent } from "../http/body.js";
 import type { AppEnv, RouteDeps } from "../http/context.js";
 import { badRequest } from "../http/errors.js";
 import { newestTimestamp, setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
-import { zInteger } from "../http/json-types.js";
-import { validateQuery } from "../http/validation.js";
+import { queryPairs, validateQuery } from "../query/query-string.js";
+import { INVALID_TRAIT, LIST_TRAITS_QUERY, PUT_PROVIDER_TRAITS, TRAIT_PATH } from "../schemas/traits.js";
 import {
   deleteTrait,
   ensureTrait,
@@ -22,19 +21,6 @@ import {
   type TraitFilters,
   type TraitRow,
 } from "../services/traits.js";
-
-const LIST_TRAIT_SCHEMA = z.strictObject({ name: z.string().optional(), associated: z.string().optional() });
-
-const TRAIT = z.string().min(1).max(255);
-const CUSTOM_TRAIT = TRAIT.regex(/^CUSTOM_[A-Z0-9_]+$/);
-
-const SET_TRAITS_FOR_RP_SCHEMA = z.strictObject({
-  traits: z.array(TRAIT),
-  resource_provider_generation: zInteger(),
-});
-
-const INVALID_TRAIT =
-  'The trait is invalid. A valid trait must be no longer than 255 characters, start with the prefix "CUSTOM_" and use following characters: "A"-"Z", "0"-"9" and "_"';
 
 const traitUrl = (name: string) => `/traits/${name}`;
 
@@ -68,7 +54,7 @@ export function traitRoutes({ db, store }: RouteDeps): Hono<AppEnv> {
     GET: async (c) => {
       requireMicroversion(c, "1.6");
       authorize(c, "placement:traits:list");
-      const query = validateQuery(LIST_TRAIT_SCHEMA, c.req.query());
+      const query = validateQuery(LIST_TRAITS_QUERY.at(c.get("microversion")), queryPairs(c.req.url));
       const filters: TraitFilters = query.name !== undefined ? nameFilter(query.name) : {};
       if (query.associated !== undefined) filters.associated = associatedFilter(query.associated);
       const rows = await listTraits(db, filters);
@@ -89,7 +75,7 @@ export function traitRoutes({ db, store }: RouteDeps): Hono<AppEnv> {
       requireMicroversion(c, "1.6");
       authorize(c, "placement:traits:update");
       const name = c.req.param("name");
-      if (!CUSTOM_TRAIT.safeParse(name).success) throw badRequest(INVALID_TRAIT);
+      if (!TRAIT_PATH.at(c.get("microversion")).safeParse({ name }).success) throw badRequest(INVALID_TRAIT);
       const { trait, created } = await ensureTrait(store, name);
       setLastModified(c, trait.createdAt);
       return c.body(null, created ? 201 : 204, { location: traitUrl(name) });
@@ -115,7 +101,7 @@ export function traitRoutes({ db, store }: RouteDeps): Hono<AppEnv> {
       requireMicroversion(c, "1.6");
       requireJsonContent(c);
       authorize(c, "placement:resource_providers:traits:update");
-      const body = await readJsonBody(c, SET_TRAITS_FOR_RP_SCHEMA);
+      const body = await readJsonBody(c, PUT_PROVIDER_TRAITS.at(c.get("microversion")));
       const result = await setProviderTraits(store, c.req.param("uuid"), body.traits, body.resource_provider_generation);
       setLastModified(c, newestTimestamp(result.traits));
       return c.json({ traits: traitNames(result.traits), resource_provider_generation: result.generation });

@@ -1,35 +1,12 @@
 /** GET /resource_providers/{uuid}/usages and GET /usages (1.9; grouped by consumer type from 1.38). */
 import { Hono } from "hono";
-import { z } from "zod";
 import { queryPairs, validateQuery } from "../query/query-string.js";
 import { authorize } from "../auth/policy.js";
-import type { AppContext, AppDeps, AppEnv } from "../http/context.js";
+import type { AppDeps, AppEnv } from "../http/context.js";
 import { setLastModified } from "../http/last-modified.js";
 import { declareRoute, requireMicroversion } from "../http/routing.js";
+import { USAGES_QUERY } from "../schemas/usages.js";
 import { getProviderUsages, getTotalUsages, getUsagesByConsumerType } from "../services/usages.js";
-
-const EXTERNAL_ID = z.string().min(1).max(255);
-
-/** GET /usages query, 1.9. */
-const USAGES_QUERY_V1_9 = z.strictObject({ project_id: EXTERNAL_ID, user_id: EXTERNAL_ID.optional() });
-
-/** 1.38: consumer_type filter; "all" and "unknown" are the two lower-case words allowed besides type names. */
-const USAGES_QUERY_V1_38 = USAGES_QUERY_V1_9.extend({
-  consumer_type: z
-    .string()
-    .regex(/^[A-Z0-9_]+$|^all|^unknown$/)
-    .min(1)
-    .max(255)
-    .optional(),
-});
-
-/**
- * Validates the query string in Placement's words, on the last value of each
- * key (webob's dict(req.GET)): a repeated project_id counts by its last value.
- */
-function parseQuery<S extends z.ZodType>(c: AppContext, schema: S): z.output<S> {
-  return validateQuery(schema, queryPairs(c.req.url));
-}
 
 export function usageRoutes(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -50,14 +27,13 @@ export function usageRoutes(deps: AppDeps): Hono<AppEnv> {
       // The rule may compare the caller's project with the one asked about.
       // A repeated project_id counts by its last value everywhere, as webob's req.GET.get gives it.
       authorize(c, "placement:usages", { project_id: c.req.queries("project_id")?.at(-1) ?? null });
-      const byType = c.get("microversion").atLeast("1.38");
-      const query = parseQuery(c, byType ? USAGES_QUERY_V1_38 : USAGES_QUERY_V1_9) as {
-        project_id: string;
-        user_id?: string;
-        consumer_type?: string;
-      };
+      // The last value of each key counts (webob's dict(req.GET)), as for the policy check above.
+      const mv = c.get("microversion");
+      const query = validateQuery(USAGES_QUERY.at(mv), queryPairs(c.req.url));
       const filter = { projectId: query.project_id, userId: query.user_id };
-      const usages = byType ? await getUsagesByConsumerType(deps.db, filter, query.consumer_type) : await getTotalUsages(deps.db, filter);
+      const usages = mv.atLeast("1.38")
+        ? await getUsagesByConsumerType(deps.db, filter, "consumer_type" in query ? query.consumer_type : undefined)
+        : await getTotalUsages(deps.db, filter);
       setLastModified(c, new Date());
       return c.json({ usages });
     },

@@ -1,20 +1,23 @@
 /**
- * The inventory record as clients send it, shared by the inventory routes and
- * POST /reshaper (which takes the same records per provider).
+ * Inventory bodies, as Placement's schemas/inventory.py: the record clients
+ * send (shared with POST /reshaper, which takes the same records per
+ * provider) and the three writes built from it. The same at every
+ * microversion; 1.26 changes a rule the service checks (reserved may equal
+ * total), not the schema.
  */
 import { z } from "zod";
-import { zInteger } from "../http/json-types.js";
 import { INVENTORY_DEFAULTS, MAX_INT, type InventoryData } from "../services/inventories.js";
+import { GENERATION, RESOURCE_CLASS_NAME, zInteger } from "./common.js";
+import { versioned } from "./versioned.js";
 
 /** Largest allocation_ratio: a single-precision float column's maximum, as in Placement. */
 const SQL_SP_FLOAT_MAX = 3.40282e38;
-export const RC_PATTERN = /^[A-Z0-9_]+$/;
 
 const amount = (min: number) => zInteger({ min, max: MAX_INT });
 
 /** One inventory record; resource_provider_generation may be sent but only the single-record PUT requires it. */
 export const INVENTORY_RECORD = z.strictObject({
-  resource_provider_generation: zInteger().optional(),
+  resource_provider_generation: GENERATION.optional(),
   total: amount(1),
   reserved: amount(0).optional(),
   min_unit: amount(1).optional(),
@@ -26,6 +29,25 @@ export const INVENTORY_RECORD = z.strictObject({
 });
 
 export type InventoryRecord = z.output<typeof INVENTORY_RECORD>;
+
+/** PUT .../inventories/{rc}: the record plus the generation the client saw. */
+export const PUT_INVENTORY = versioned([{ from: "1.0", schema: INVENTORY_RECORD.extend({ resource_provider_generation: GENERATION }) }]);
+
+/** POST .../inventories: the record plus its class. */
+export const POST_INVENTORY = versioned([{ from: "1.0", schema: INVENTORY_RECORD.extend({ resource_class: RESOURCE_CLASS_NAME }) }]);
+
+/** PUT .../inventories: every record by class, with the generation. */
+export const PUT_INVENTORIES = versioned([
+  {
+    from: "1.0",
+    schema: z.strictObject({
+      resource_provider_generation: GENERATION,
+      // patternProperties without additionalProperties: false, as in Placement, so
+      // a malformed class name is not a schema error but an unknown class (400).
+      inventories: z.record(z.string(), INVENTORY_RECORD),
+    }),
+  },
+]);
 
 /** Fills in Placement's defaults for the fields a client left out. */
 export function inventoryWithDefaults(r: InventoryRecord): InventoryData {
