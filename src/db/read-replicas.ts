@@ -175,10 +175,10 @@ function withTimeout<T>(work: Promise<T>, what: string): Promise<T> {
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Connections that only watch: one each, short bounds. */
-function monitorConnection(url: string, log: Logger): Database {
+/** Connections that only watch: one each, short bounds, otherwise as the server's (a pooler in front, say). */
+function monitorConnection(url: string, limits: SessionLimits, log: Logger): Database {
   const bounded = CHECK_TIMEOUT_MS;
-  return openDatabase(url, 1, log, { acquireTimeoutMs: bounded, statementTimeoutMs: bounded, lockTimeoutMs: bounded, idleInTransactionTimeoutMs: bounded });
+  return openDatabase(url, 1, log, { ...limits, acquireTimeoutMs: bounded, statementTimeoutMs: bounded, lockTimeoutMs: bounded, idleInTransactionTimeoutMs: bounded });
 }
 
 /** host:port/database of a URL, never its credentials. */
@@ -312,9 +312,9 @@ export class ReadReplicas {
   static async open(primary: Db, options: ReadReplicaOptions, watch = true): Promise<ReadReplicas> {
     const standbys = options.replicaUrls.map(
       (url) =>
-        new Standby(url, openDatabase(url, options.poolSize, options.log, options.limits), monitorConnection(url, options.log), options.maxLagSeconds, options.log),
+        new Standby(url, openDatabase(url, options.poolSize, options.log, options.limits), monitorConnection(url, options.limits, options.log), options.maxLagSeconds, options.log),
     );
-    const replicas = new ReadReplicas(primary, monitorConnection(options.primaryUrl, options.log), standbys, options.log, options.maxLagSeconds);
+    const replicas = new ReadReplicas(primary, monitorConnection(options.primaryUrl, options.limits, options.log), standbys, options.log, options.maxLagSeconds);
     await replicas.refresh();
     if (watch) {
       // Often enough that a fit standby's bound (which grows between checks) stays well inside the limit.
