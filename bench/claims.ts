@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- claims [--providers N] [--clients K[,K...]] [--mode M[,M...]] [--cloud flat|aggregate]
- *  [--pick pack|random] [--limit L] [--claims M] [--workers W]`
+ *  [--pick pack|random] [--limit L] [--claims M] [--workers W] [--connections keep-alive,close]`
  *
  * K simulated schedulers fill a cloud of N compute nodes (4 VCPU, 8 GiB,
  * 400 GB each; every claim takes 1 VCPU, 2 GiB, 100 GB, so each node holds
@@ -20,6 +20,9 @@
  *               and on a 409 start again
  *   claim       POST /claims?resources=...&limit=L with the same pick: select and claim in one
  *               transaction (the extension); a 409 means nothing fits
+ * --connections: each scheduler's requests over one kept-alive connection (keep-alive), or each
+ * request on a connection of its own, closed after it (close: as a client without a pool, or behind
+ * a proxy that does not keep connections); a list runs each, interleaved like the modes.
  * Prints claims per second, 409s per successful claim (for claim: 409s answered before the last
  * successful claim was sent, i.e. while there was still room), p50/p99 latency of a successful
  * claim (from its scheduler's first request for it), and the invariant check read from the tables
@@ -29,6 +32,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
+import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -45,6 +49,8 @@ const AGGREGATE_NODES = 50;
 const AGGREGATE = "4b0c6d2e-8f1a-4c3b-9d5e-6f7a8b9c0d1e";
 const MODES = ["direct", "list", "candidates", "claim"] as const;
 type Mode = (typeof MODES)[number];
+const CONNECTIONS = ["keep-alive", "close"] as const;
+type Connections = (typeof CONNECTIONS)[number];
 
 interface Options {
   providers: number;
@@ -57,6 +63,7 @@ interface Options {
   maxClaims: number;
   view: "shared" | "own";
   workers: number;
+  connections: Connections[];
   adminUrl: string;
 }
 
@@ -80,6 +87,8 @@ function parseArgs(args: string[]): Options {
   for (const m of modes) if (!MODES.includes(m)) throw new Error(`unknown --mode ${m}`);
   const cloud = get("cloud") ?? "flat";
   if (cloud !== "flat" && cloud !== "aggregate") throw new Error(`unknown --cloud ${cloud}`);
+  const connections = (get("connections") ?? "keep-alive,close").split(",") as Connections[];
+  for (const c of connections) if (!CONNECTIONS.includes(c)) throw new Error(`unknown --connections ${c}`);
   const pick = get("pick") ?? "pack";
   if (pick !== "pack" && pick !== "random") throw new Error(`unknown --pick ${pick}`);
   return {
@@ -92,6 +101,7 @@ function parseArgs(args: string[]): Options {
     maxClaims: Number(get("claims") ?? Infinity),
     view: get("view") === "own" ? "own" : "shared",
     workers: Number(get("workers") ?? os.availableParallelism()),
+    connections,
     adminUrl: process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres",
   };
 }
@@ -120,6 +130,32 @@ async function startServer(databaseUrl: string, workers: number): Promise<{ base
 }
 
 const HEADERS = { "x-auth-token": "admin", accept: "application/json", "content-type": "application/json" };
+
+type Send = (method: string, url: string, microversion: string, body?: string) => Promise<{ status: number; text: string }>;
+
+/**
+ * One HTTP request with node:http (lighter on the client's CPU than fetch,
+ * and the client shares the machine's two cores with the server): over the
+ * scheduler's kept-alive connection, or without an agent on a connection of
+ * its own that the server is asked to close.
+ */
+function sender(connections: Connections): Send {
+  const agent = connections === "keep-alive" ? new http.Agent({ keepAlive: true, maxSockets: 1 }) : false;
+  return (method, url, microversion, body) =>
+    new Promise((resolve, reject) => {
+      const headers: Record<string, string> = { ...HEADERS, "openstack-api-version": `placement ${microversion}` };
+      if (connections === "close") headers.connection = "close";
+      if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
+      const req = http.request(url, { method, agent, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("latin1") }));
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+}
 
 /** The cloud, written straight into the tables: setting up 1000 nodes over HTTP is not what is measured. */
 async function buildCloud(db: pg.Client, n: number, cloud: Options["cloud"]): Promise<string[]> {
@@ -164,6 +200,17 @@ type CandidatesBody = {
   provider_summaries: Record<string, { resources: Record<string, { capacity: number; used: number }> }>;
 };
 
+/**
+ * The parts of an answer the pick reads: a random pick reads only the
+ * allocation requests, so only they are parsed (the summaries are most of the
+ * bytes, and the client's CPU is taken from the server's two cores).
+ */
+function candidatesBody(text: string, pick: Options["pick"]): CandidatesBody {
+  const summaries = text.lastIndexOf('],"provider_summaries":');
+  if (pick === "pack" || summaries < 0 || !text.startsWith('{"allocation_requests":')) return JSON.parse(text) as CandidatesBody;
+  return { allocation_requests: JSON.parse(text.slice('{"allocation_requests":'.length, summaries + 1)), provider_summaries: {} };
+}
+
 /** The standard loop's choice among candidates: the fullest node (packing) or any. */
 function chooseCandidate(body: CandidatesBody, claim: Record<string, number>, pick: Options["pick"]): string | undefined {
   const nodes = body.allocation_requests.map((r) => Object.keys(r.allocations)[0]);
@@ -178,19 +225,20 @@ function chooseCandidate(body: CandidatesBody, claim: Record<string, number>, pi
 }
 
 /** claim mode: POST /claims until it answers that nothing fits. */
-async function claimer(base: string, options: Options, tally: Tally): Promise<void> {
+async function claimer(base: string, options: Options, send: Send, tally: Tally): Promise<void> {
   const { query } = workload(options);
   while (tally.claims < options.maxClaims) {
     const started = performance.now();
-    const res = await fetch(`${base}/claims?${query}`, {
-      method: "POST",
-      headers: { ...HEADERS, "openstack-api-version": "placement 1.39" },
-      body: JSON.stringify({
+    const res = await send(
+      "POST",
+      `${base}/claims?${query}`,
+      "1.39",
+      JSON.stringify({
         consumers: [{ consumer_uuid: randomUUID(), project_id: "bench-project", user_id: "bench-user", consumer_type: "INSTANCE" }],
         pick: options.pick,
       }),
-    });
-    const body = await res.text();
+    );
+    const body = res.text;
     if (res.status === 200) {
       tally.claims++;
       tally.latencies.push(performance.now() - started);
@@ -207,7 +255,7 @@ async function claimer(base: string, options: Options, tally: Tally): Promise<vo
 }
 
 /** One scheduler: pick a node, claim on it, until it finds none with room. */
-async function scheduler(base: string, options: Options, mode: Mode, notFull: Set<string>, tally: Tally): Promise<void> {
+async function scheduler(base: string, options: Options, mode: Mode, send: Send, notFull: Set<string>, tally: Tally): Promise<void> {
   const { claim, resources, query } = workload(options);
   let started = performance.now();
   while (tally.claims < options.maxClaims) {
@@ -216,26 +264,27 @@ async function scheduler(base: string, options: Options, mode: Mode, notFull: Se
       const choices = [...notFull];
       node = choices[Math.floor(Math.random() * choices.length)];
     } else if (mode === "list") {
-      const res = await fetch(`${base}/resource_providers?resources=${resources}`, { headers: { ...HEADERS, "openstack-api-version": "placement 1.4" } });
-      const choices = ((await res.json()) as { resource_providers: Array<{ uuid: string }> }).resource_providers.map((p) => p.uuid);
+      const res = await send("GET", `${base}/resource_providers?resources=${resources}`, "1.4");
+      const choices = (JSON.parse(res.text) as { resource_providers: Array<{ uuid: string }> }).resource_providers.map((p) => p.uuid);
       node = choices[Math.floor(Math.random() * choices.length)];
     } else {
-      const res = await fetch(`${base}/allocation_candidates?${query}`, { headers: { ...HEADERS, "openstack-api-version": "placement 1.39" } });
-      node = chooseCandidate((await res.json()) as CandidatesBody, claim, options.pick);
+      const res = await send("GET", `${base}/allocation_candidates?${query}`, "1.39");
+      node = chooseCandidate(candidatesBody(res.text, options.pick), claim, options.pick);
     }
     if (node === undefined) return;
-    const res = await fetch(`${base}/allocations/${randomUUID()}`, {
-      method: "PUT",
-      headers: { ...HEADERS, "openstack-api-version": "placement 1.39" },
-      body: JSON.stringify({
+    const res = await send(
+      "PUT",
+      `${base}/allocations/${randomUUID()}`,
+      "1.39",
+      JSON.stringify({
         allocations: { [node]: { resources: claim } },
         project_id: "bench-project",
         user_id: "bench-user",
         consumer_generation: null,
         consumer_type: "INSTANCE",
       }),
-    });
-    const body = await res.text();
+    );
+    const body = res.text;
     if (res.status === 204) {
       tally.claims++;
       tally.latencies.push(performance.now() - started);
@@ -273,7 +322,7 @@ async function invariants(db: pg.Client, options: Options, tally: Tally): Promis
 
 const percentile = (sorted: number[], p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]);
 
-async function runOnce(options: Options, mode: Mode, k: number): Promise<void> {
+async function runOnce(options: Options, mode: Mode, connections: Connections, k: number): Promise<void> {
   const name = `bench_claims_${randomBytes(4).toString("hex")}`;
   const admin = new pg.Client({ connectionString: options.adminUrl });
   await admin.connect();
@@ -290,9 +339,12 @@ async function runOnce(options: Options, mode: Mode, k: number): Promise<void> {
     const cpuBefore = process.cpuUsage();
     const shared = new Set(nodes);
     await Promise.all(
-      Array.from({ length: k }, () =>
-        mode === "claim" ? claimer(server.base, options, tally) : scheduler(server.base, options, mode, options.view === "shared" ? shared : new Set(nodes), tally),
-      ),
+      Array.from({ length: k }, () => {
+        const send = sender(connections);
+        return mode === "claim"
+          ? claimer(server.base, options, send, tally)
+          : scheduler(server.base, options, mode, send, options.view === "shared" ? shared : new Set(nodes), tally);
+      }),
     );
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
@@ -301,9 +353,9 @@ async function runOnce(options: Options, mode: Mode, k: number): Promise<void> {
     if (mode === "claim") tally.conflicts = tally.refusals.filter((at) => at < tally.lastSuccessSent).length;
     const check = await invariants(db, options, tally);
     const sorted = [...tally.latencies].sort((a, b) => a - b);
-    const label = `${mode}${mode === "direct" ? `/${options.view}` : ""}${mode === "candidates" || mode === "claim" ? `/${options.pick}` : ""}`;
+    const label = `${mode}${mode === "direct" ? `/${options.view}` : ""}${mode === "candidates" || mode === "claim" ? `/${options.pick}` : ""} ${connections}`;
     process.stdout.write(
-      `${options.cloud} N=${options.providers} K=${String(k).padStart(2)} ${label.padEnd(17)}: ${tally.claims} claims in ${seconds.toFixed(1)} s = ` +
+      `${options.cloud} N=${options.providers} K=${String(k).padStart(2)} ${label.padEnd(28)}: ${tally.claims} claims in ${seconds.toFixed(1)} s = ` +
         `${(tally.claims / seconds).toFixed(0)} claims/s; ${(tally.conflicts / Math.max(tally.claims, 1)).toFixed(3)} 409s per claim; ` +
         `p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms; ` +
         `${tally.errors} other errors; client CPU ${clientCpu.toFixed(1)} s; invariants ${check}\n`,
@@ -324,5 +376,5 @@ export default async function (args: string[]): Promise<void> {
       `cloud ${options.cloud}, limit ${options.limit}\n`,
   );
   // Modes interleaved per K, so a change in the machine's load touches all of them alike.
-  for (const k of options.clients) for (const mode of options.modes) await runOnce(options, mode, k);
+  for (const k of options.clients) for (const mode of options.modes) for (const c of options.connections) await runOnce(options, mode, c, k);
 }

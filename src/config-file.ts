@@ -70,6 +70,8 @@ const RULES: Record<string, Record<string, Rule>> = {
   placement_database: {
     connection: { to: "DATABASE_URL", kind: "str", convert: databaseUrl },
     max_pool_size: { to: "PLACEMENT_DB_POOL_SIZE", kind: "int" },
+    // Ours, not Placement's: oslo.db has no such option (see PLACEMENT_DB_POOLER).
+    pooler: { to: "PLACEMENT_DB_POOLER", kind: "str" },
     // oslo.db's read replica: Placement itself never reads from it; here GET /allocation_candidates does.
     slave_connection: { to: "PLACEMENT_READ_DATABASE_URL", kind: "str", convert: databaseUrl },
     sync_on_startup: { noEffect: "this server always applies its migrations at start-up", kind: "bool" },

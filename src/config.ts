@@ -84,6 +84,12 @@ export const configSchema = z.object({
   PLACEMENT_DB_STATEMENT_TIMEOUT_MS: int(0, 3_600_000).default(30_000),
   PLACEMENT_DB_LOCK_TIMEOUT_MS: int(0, 3_600_000).default(10_000),
   PLACEMENT_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: int(0, 3_600_000).default(60_000),
+  /**
+   * transaction: DATABASE_URL is a pooler in transaction mode (PgBouncer's pool_mode = transaction), which
+   * hands each transaction any server connection: no named prepared statements, no session settings, no
+   * LISTEN (the change feed polls). none: a direct connection, or a session-mode pooler.
+   */
+  PLACEMENT_DB_POOLER: z.enum(["none", "transaction"]).default("none"),
   /** json: one JSON object per line; text: plain lines, the request log in upstream Placement's format. */
   LOG_FORMAT: z.enum(["json", "text"]).default("json"),
   /** A listener for GET /metrics only, without authentication (for Prometheus on a private network). */

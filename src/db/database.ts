@@ -4,6 +4,7 @@
  * inTransaction); the functions they share inside one take a `Tx` (a drizzle
  * handle bound to that transaction) as their first argument.
  */
+import { sql } from "drizzle-orm";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import pg from "pg";
 import * as schema from "./schema.js";
@@ -42,9 +43,20 @@ export interface SessionLimits {
   statementTimeoutMs: number;
   lockTimeoutMs: number;
   idleInTransactionTimeoutMs: number;
+  /**
+   * The URL is a pooler in transaction mode (PLACEMENT_DB_POOLER=transaction). A session setting would stay
+   * on whichever server connection ran it, for other clients, and PgBouncer refuses the start-up packet's
+   * settings anyway ("unsupported startup parameter"): the limits are set per transaction instead
+   * (SET LOCAL in inTransaction), and single statements outside one get the server's own settings for the
+   * role or database (ALTER ROLE ... SET statement_timeout, see the README).
+   */
+  transactionPooler?: boolean;
 }
 
 export const NO_LIMITS: SessionLimits = { acquireTimeoutMs: 0, statementTimeoutMs: 0, lockTimeoutMs: 0, idleInTransactionTimeoutMs: 0 };
+
+/** The limits each transaction sets for itself, for databases behind a transaction pooler. */
+const perTransactionLimits = new WeakMap<Db, SessionLimits>();
 
 export function sessionLimits(config: Config): SessionLimits {
   return {
@@ -52,25 +64,28 @@ export function sessionLimits(config: Config): SessionLimits {
     statementTimeoutMs: config.PLACEMENT_DB_STATEMENT_TIMEOUT_MS,
     lockTimeoutMs: config.PLACEMENT_DB_LOCK_TIMEOUT_MS,
     idleInTransactionTimeoutMs: config.PLACEMENT_DB_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    transactionPooler: config.PLACEMENT_DB_POOLER === "transaction",
   };
 }
 
 export function openDatabase(url: string, poolSize: number, log: Logger, limits: SessionLimits = NO_LIMITS): Database {
   parseBigintsAsNumbers();
+  const inStartup = !limits.transactionPooler;
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
     connectionTimeoutMillis: limits.acquireTimeoutMs,
     // Sent in the start-up packet, so every session has them before its first statement.
-    statement_timeout: limits.statementTimeoutMs || undefined,
-    lock_timeout: limits.lockTimeoutMs || undefined,
-    idle_in_transaction_session_timeout: limits.idleInTransactionTimeoutMs || undefined,
+    statement_timeout: (inStartup && limits.statementTimeoutMs) || undefined,
+    lock_timeout: (inStartup && limits.lockTimeoutMs) || undefined,
+    idle_in_transaction_session_timeout: (inStartup && limits.idleInTransactionTimeoutMs) || undefined,
     // A peer that vanished without closing (failover, cut network) is noticed instead of waited on forever.
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
   });
   watchConnections(pool, log);
   const db = drizzle(pool, { schema });
+  if (!inStartup) perTransactionLimits.set(db, limits);
   return { pool, db, close: () => pool.end() };
 }
 
@@ -112,13 +127,27 @@ export function isRetryable(err: unknown): boolean {
  * concurrent writers see a 409 only for a real conflict.
  */
 export async function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>, retries: number, onRetry?: (sqlState: string) => void): Promise<T> {
+  const limits = perTransactionLimits.get(db);
+  const run = limits
+    ? async (tx: Tx) => {
+        await setLocalLimits(tx, limits);
+        return work(tx);
+      }
+    : work;
   for (let attempt = 0; ; attempt++) {
     try {
-      return await db.transaction(work);
+      return await db.transaction(run);
     } catch (err) {
       if (attempt >= retries || !isRetryable(err)) throw err;
       onRetry?.(sqlState(err) ?? "unknown");
       await new Promise((r) => setTimeout(r, Math.random() * 5 * (attempt + 1)));
     }
   }
+}
+
+/** The session limits for this transaction only (set_config(..., true) is SET LOCAL), in one round trip. */
+async function setLocalLimits(tx: Tx, limits: SessionLimits): Promise<void> {
+  await tx.execute(sql`SELECT set_config('statement_timeout', ${String(limits.statementTimeoutMs)}, true),
+    set_config('lock_timeout', ${String(limits.lockTimeoutMs)}, true),
+    set_config('idle_in_transaction_session_timeout', ${String(limits.idleInTransactionTimeoutMs)}, true)`);
 }

@@ -1,9 +1,21 @@
-/** Applies the SQL migrations in drizzle/ (idempotent; safe to run from several processes at once). */
+/**
+ * Applies the SQL migrations in drizzle/ (idempotent; safe to run from several
+ * processes at once, directly or through a transaction pooler).
+ *
+ * drizzle's own migrator runs its bookkeeping outside the migration's
+ * transaction, so its lock had to be a session advisory lock; through
+ * PgBouncer in transaction mode that lock stays on whichever server
+ * connection took it, and the next migrate waits on it forever. This one
+ * does the whole thing in one transaction that first takes a
+ * transaction-scoped advisory lock: the lock ends with the transaction,
+ * whatever connection it ran on. The bookkeeping is drizzle's
+ * (drizzle.__drizzle_migrations: hash, created_at = the journal's `when`),
+ * so databases migrated by either stay compatible.
+ */
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { drizzle } from "drizzle-orm/node-postgres";
-import { migrate } from "drizzle-orm/node-postgres/migrator";
+import { readMigrationFiles } from "drizzle-orm/migrator";
 import type pg from "pg";
 
 /** drizzle/ sits at the project root: two levels up from src/db, three from dist/src/db. */
@@ -13,23 +25,44 @@ export function migrationsFolder(): string {
   return candidates.find((p) => existsSync(path.join(p, "meta/_journal.json"))) ?? candidates[0];
 }
 
-// Several workers may start at once against one empty database: a session
-// advisory lock makes one of them migrate while the others wait, then find
-// nothing left to do.
+// Several workers or hosts may migrate one database at once: the lock makes
+// one of them migrate while the others wait, then find nothing left to do.
 const MIGRATION_LOCK_KEY = 0x706c6163; // "plac"
 
 export async function runMigrations(pool: pg.Pool): Promise<void> {
+  const folder = migrationsFolder();
+  const migrations = readMigrationFiles({ migrationsFolder: folder });
+  // readMigrationFiles reads the journal's entries in order: the same index names the same migration.
+  const tags = (JSON.parse(readFileSync(path.join(folder, "meta/_journal.json"), "utf8")) as { entries: { tag: string }[] }).entries.map((e) => e.tag);
   const client = await pool.connect();
+  let broken: Error | undefined;
+  // What was being done, for the error: the CLI prints it above PostgreSQL's own cause (25006 on a standby, say).
+  let step = "preparing the migrations table";
   try {
-    await client.query("SET client_min_messages = warning");
-    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
-    try {
-      await migrate(drizzle(client), { migrationsFolder: migrationsFolder() });
-    } finally {
-      await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]);
+    await client.query("BEGIN");
+    // SET LOCAL: nothing outlives the transaction on a pooled server connection.
+    // No lock_timeout for the wait: the holder is another migration, which ends.
+    await client.query("SET LOCAL client_min_messages = warning");
+    await client.query("SET LOCAL lock_timeout = 0");
+    await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK_KEY]);
+    await client.query("CREATE SCHEMA IF NOT EXISTS drizzle");
+    await client.query("CREATE TABLE IF NOT EXISTS drizzle.__drizzle_migrations (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)");
+    const { rows } = await client.query<{ created_at: string }>("SELECT created_at FROM drizzle.__drizzle_migrations ORDER BY created_at DESC LIMIT 1");
+    const newest = rows.length > 0 ? Number(rows[0].created_at) : -Infinity;
+    for (const [i, migration] of migrations.entries()) {
+      if (migration.folderMillis <= newest) continue;
+      step = `applying migration ${tags[i] ?? migration.folderMillis}`;
+      for (const statement of migration.sql) await client.query(statement);
+      await client.query("INSERT INTO drizzle.__drizzle_migrations (hash, created_at) VALUES ($1, $2)", [migration.hash, migration.folderMillis]);
     }
+    step = "committing the migrations";
+    await client.query("COMMIT");
+  } catch (err) {
+    // A connection that cannot even roll back is dropped, not pooled.
+    await client.query("ROLLBACK").catch((e: Error) => (broken = e));
+    throw new Error(`database migration failed while ${step}`, { cause: err });
   } finally {
-    client.release();
+    client.release(broken);
   }
 }
 

@@ -8,6 +8,7 @@
 import { databaseFault, DomainError, type AnyDomainError, type ClassLookup, type ProviderTreeProblem } from "../services/errors.js";
 import { ErrorCode, PlacementError, RETRY_AFTER_SECONDS } from "./errors.js";
 import { pastHandler } from "./vary.js";
+import { sqlState } from "../db/sql-state.js";
 
 interface Answer {
   status: 400 | 404 | 409 | 410 | 503;
@@ -118,9 +119,13 @@ const ROWS: Rows = {
     return { status: 409, detail: concurrently("data"), code };
   },
 
-  DatabaseUnavailable: () => ({
+  DatabaseUnavailable: ({ failure }) => ({
     status: 503,
-    detail: "The database is unavailable or out of connections; retry later.",
+    // A standby, or a primary being demoted: the operator's URL (or the failover) is the thing to look at.
+    detail:
+      sqlState(failure) === "25006"
+        ? "The database takes no writes: it is a standby, or a primary being failed over; retry later."
+        : "The database is unavailable or out of connections; retry later.",
     headers: { "retry-after": RETRY_AFTER_SECONDS },
   }),
 

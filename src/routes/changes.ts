@@ -24,7 +24,7 @@ function shape(change: ProviderChange) {
 
 export function changeRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const notifier = new ChangeNotifier(poolOf(deps.db), deps.log);
+  const notifier = new ChangeNotifier(poolOf(deps.db), deps.log, deps.config.PLACEMENT_DB_POOLER !== "transaction");
   declareRoute(app, "/changes", {
     GET: async (c) => {
       authorize(c, "placement:changes:list");

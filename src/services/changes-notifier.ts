@@ -5,6 +5,12 @@
  * whose payload is the new seq. A notification only says "look again": the
  * reader re-reads the table, so one that is lost (the connection dropped)
  * costs at most the reader's polling slice, never a change.
+ *
+ * Behind a transaction pooler (PLACEMENT_DB_POOLER=transaction) LISTEN cannot
+ * work: the pooler gives the LISTEN and the notifications' server connection
+ * to whoever comes next. There the notifier does not listen at all and every
+ * wait is the reader's polling slice: a change reaches a waiting reader
+ * within that slice instead of at once.
  */
 import type pg from "pg";
 import type { Db } from "../db/database.js";
@@ -36,6 +42,8 @@ export class ChangeNotifier {
   constructor(
     private readonly pool: pg.Pool,
     private readonly log: Logger,
+    /** false behind a transaction pooler: poll, never LISTEN. */
+    private readonly listen = true,
   ) {}
 
   /**
@@ -43,6 +51,7 @@ export class ChangeNotifier {
    * subscribes, reads, then waits cannot miss a commit in between.
    */
   async subscribe(): Promise<Subscription> {
+    if (!this.listen) return { wait: (_after, ms) => new Promise((resolve) => setTimeout(resolve, ms)), close: () => undefined };
     this.subscribers++;
     try {
       this.client ??= this.connect();

@@ -52,13 +52,20 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(options: { config?: Partial<Config>; poolSize?: number } = {}): Promise<Harness> {
+export async function startHarness(
+  options: {
+    config?: Partial<Config>;
+    poolSize?: number;
+    /** The URL the app connects to for its database's direct URL (a pooler in front of it, say); `url` stays the direct one. */
+    via?: (url: string) => string;
+  } = {},
+): Promise<Harness> {
   const testDb: TestDatabase = await createTestDatabase();
   const config = testConfig({ DATABASE_URL: testDb.url, ...options.config });
   const log = createLogger("silent");
   // Small by default: two test files run at once against one PostgreSQL
   // (max_connections 100 by default); race tests ask for the clients they race.
-  const database = openDatabase(testDb.url, options.poolSize ?? 10, log, sessionLimits(config));
+  const database = openDatabase(options.via?.(testDb.url) ?? testDb.url, options.poolSize ?? 10, log, sessionLimits(config));
   const metrics = createMetrics();
   const app = createApp({ db: database.db, config, log, metrics });
 

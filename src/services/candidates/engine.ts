@@ -91,7 +91,7 @@ export async function findCandidates(tx: Queryable, query: CandidatesQuery, opts
   }
   // As Placement: a resourceless group is found through its positive filters only; without any, nothing matches.
   if (groups.some((g) => g.resources.size === 0 && g.traits.required.length === 0 && g.aggregates.memberOf.length === 0)) return none;
-  const members = await loadMembers(tx, names);
+  const members = await loadMembers(tx, query, names);
   const result = await generate(tx, query, opts, generalSource(tx, query, names, treeRoots, members), rcNames);
   return { result, path, shape };
 }

@@ -106,6 +106,8 @@ export interface FlatStatementState {
   details: ProviderDetailsCache;
   /** PostgreSQL's estimate of the number of providers, as the last statement saw it. */
   providerEstimate?: number;
+  /** Prepared per connection under a name (false behind a transaction pooler: planned at every request). */
+  namedStatements: boolean;
 }
 
 /**
@@ -181,7 +183,8 @@ export async function flatCandidates(
     UNION ALL
     (SELECT 'x', a.id, a.key, a.used FROM anchor a ORDER BY a.id)`;
   // One prepared statement per request shape and connection; the name is the text's hash.
-  const statement = { name: `ac_flat_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`, text, values, rowMode: "array" as const };
+  const name = state.namedStatements ? `ac_flat_${createHash("sha1").update(text).digest("hex").slice(0, 16)}` : undefined;
+  const statement = { name, text, values, rowMode: "array" as const };
   const answer = async (run: Runner): Promise<FlatAnswer | undefined> => {
     const result = await run.query<unknown[]>(statement);
     const { names, classNames, rows, providerEstimate } = readRows(result.rows);

@@ -45,6 +45,9 @@ export const DETAILS_KEY_SQL = (alias: string) => `count(*) || ' ' || max(${alia
 export class ProviderDetailsCache {
   private readonly entries = new Map<number, { key: string; details: ProviderDetails }>();
 
+  /** namedStatements: false behind a transaction pooler (see FlatStatementState). */
+  constructor(private readonly options: { namedStatements: boolean } = { namedStatements: true }) {}
+
   /**
    * The details of each provider id at the given key. Undefined when some
    * provider changed (or went away) between the caller's statement and the
@@ -60,7 +63,7 @@ export class ProviderDetailsCache {
     const missing = wanted.flatMap((_, i) => (out[i] === undefined ? [i] : []));
     if (missing.length > 0) {
       if (this.entries.size + missing.length > MAX_ENTRIES) this.entries.clear();
-      const found = await readDetails(run, missing.map((i) => wanted[i].id));
+      const found = await readDetails(run, missing.map((i) => wanted[i].id), this.options.namedStatements);
       for (const i of missing) {
         const row = found.get(wanted[i].id);
         if (!row || row.key !== wanted[i].key) return undefined;
@@ -73,9 +76,9 @@ export class ProviderDetailsCache {
 }
 
 /** Uuid, capacities and traits of the given providers, with their keys; one round trip. */
-async function readDetails(run: Runner, ids: number[]): Promise<Map<number, { key: string; details: ProviderDetails }>> {
+async function readDetails(run: Runner, ids: number[], named: boolean): Promise<Map<number, { key: string; details: ProviderDetails }>> {
   const result = await run.query<[number, string, string, string | null, string | null]>({
-    name: "ac_provider_details",
+    name: named ? "ac_provider_details" : undefined,
     text: `SELECT rp.id, inv.key, rp.uuid::text, inv.capacities,
                   (SELECT string_agg(t.name, ' ' ORDER BY t.id)
                    FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id WHERE rpt.resource_provider_id = rp.id)

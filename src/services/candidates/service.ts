@@ -17,6 +17,25 @@
  * Either way the answer leaves through one sink (CandidatesSink), candidate by
  * candidate as the engine finds them or whole from the flat statement.
  *
+ * Where the time goes (CPU profiles of the server under the Nova-style loop,
+ * `npm run bench -- claims --mode candidates --limit 1000`, and of single
+ * large answers; the figures are in the README's bench section):
+ * - A flat answer of a thousand candidates: PostgreSQL's one aggregation over
+ *   every inventory row is the largest part; on the server, parsing its rows
+ *   (pg-protocol), the HTTP layer (hono's middleware, node's parser and the
+ *   socket write of the body) and writing the body each take a similar
+ *   share, and writing the body is kept small by copying whole pieces per
+ *   provider (routes/flat-candidates-body.ts). Nothing else stands out.
+ * - The loop's PUT /allocations: its commit waits for the WAL flush while
+ *   holding the change feed's commit-time lock (drizzle/0010), so concurrent
+ *   claims commit one flush after another instead of sharing one; on a loaded
+ *   two-core machine the client's own parsing of each answer also takes CPU
+ *   from the server (bench/claims.ts parses only what its pick reads).
+ * - A huge nested answer (tens of thousands of candidates): the depth-first
+ *   search of combine.ts and writing each candidate (routes/candidates-body.ts)
+ *   dominate, then garbage collection; the body leaves while the search goes
+ *   on, which bounds the peak memory.
+ *
  * For POST /claims (issue 13), with the caller's own transaction:
  *   candidatesInPreferenceOrder(tx: Queryable, query: CandidatesQuery,
  *     opts: { nestedAware?: boolean (default true); maxCandidates?: number;
@@ -54,7 +73,10 @@ export interface CandidatesSink {
 
 export type CandidatesConfig = Pick<
   Config,
-  "PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES" | "PLACEMENT_MAX_ALLOCATION_CANDIDATES" | "PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY"
+  | "PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES"
+  | "PLACEMENT_MAX_ALLOCATION_CANDIDATES"
+  | "PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY"
+  | "PLACEMENT_DB_POOLER"
 >;
 
 export interface CandidatesServiceOptions {
@@ -75,13 +97,18 @@ export interface PreferredCandidate {
 
 export class CandidatesService {
   private readonly shape = new ShapeHint();
-  private readonly flatState: FlatStatementState = { details: new ProviderDetailsCache() };
+  private readonly flatState: FlatStatementState;
 
   constructor(
     private readonly db: Db,
     private readonly config: CandidatesConfig,
     private readonly options: CandidatesServiceOptions = {},
-  ) {}
+  ) {
+    // A transaction pooler gives each statement any server connection: a statement prepared on one is unknown
+    // (or, named alike, already there) on the next, so there every statement is unnamed.
+    const named = config.PLACEMENT_DB_POOLER !== "transaction";
+    this.flatState = { details: new ProviderDetailsCache({ namedStatements: named }), namedStatements: named };
+  }
 
   /**
    * Answers GET /allocation_candidates into `sink`; `nestedAware` is
