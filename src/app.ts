@@ -19,6 +19,7 @@ import { requestLogger } from "./observe/request-log.js";
 import { sqlState } from "./db/sql-state.js";
 import { pastHandler, variesByMicroversion } from "./http/vary.js";
 import { rootRoutes } from "./routes/root.js";
+import { openApiRoutes } from "./routes/openapi.js";
 import { resourceProviderRoutes } from "./routes/resource-providers.js";
 import { inventoryRoutes } from "./routes/inventories.js";
 import { aggregateRoutes } from "./routes/aggregates.js";
@@ -67,6 +68,7 @@ export function createApp(given: AppDeps): Hono<AppEnv> {
 
   for (const routes of [
     rootRoutes,
+    openApiRoutes,
     operationsRoutes,
     resourceProviderRoutes,
     inventoryRoutes,

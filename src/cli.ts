@@ -6,7 +6,8 @@ import { describeFailure, runCli } from "./cli/program.js";
 
 runCli(process.argv.slice(2)).then(
   (code) => {
-    if (code !== KEEP_RUNNING) process.exit(code);
+    // Exit once stdout is written out: a pipe takes writes asynchronously, and exit() would cut a long answer (the OpenAPI document).
+    if (code !== KEEP_RUNNING) process.stdout.write("", () => process.exit(code));
   },
   (err: unknown) => {
     process.stderr.write(describeFailure(err));

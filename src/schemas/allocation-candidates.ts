@@ -31,6 +31,8 @@ function groupedSchema(fixed: z.ZodObject, prefixes: string[], suffixPattern: st
   const patterns = prefixes.map((p) => `^${p}(${suffixPattern})?$`).sort();
   const regexes = patterns.map((p) => new RegExp(p));
   const known = new Set(Object.keys(fixed.shape));
+  // The same rule in JSON Schema's words, for the OpenAPI document (a refinement has none).
+  const asJsonSchema = { patternProperties: Object.fromEntries(patterns.map((p) => [p, { type: "string" }])), additionalProperties: false };
   return z.looseObject(fixed.shape).superRefine((dict, ctx) => {
     const extras = Object.keys(dict)
       .filter((k) => !known.has(k) && !regexes.some((r) => r.test(k)))
@@ -42,7 +44,7 @@ function groupedSchema(fixed: z.ZodObject, prefixes: string[], suffixPattern: st
       params: { validator: "additionalProperties" },
       path: [],
     });
-  });
+  }).meta(asJsonSchema);
 }
 
 const GROUP_KEYS = ["resources", "required", "member_of", "in_tree"];
