@@ -76,9 +76,6 @@ export interface SessionLimits {
 
 export const NO_LIMITS: SessionLimits = { acquireTimeoutMs: 0, statementTimeoutMs: 0, lockTimeoutMs: 0, idleInTransactionTimeoutMs: 0 };
 
-/** The limits each transaction sets for itself, for databases behind a transaction pooler. */
-const perTransactionLimits = new WeakMap<Db, SessionLimits>();
-
 export function sessionLimits(config: Config): SessionLimits {
   return {
     acquireTimeoutMs: config.PLACEMENT_DB_ACQUIRE_TIMEOUT_MS,
@@ -107,7 +104,6 @@ export function openDatabase(url: string, poolSize: number, log: Logger, limits:
   pool.on("connect", parseNumbersInEveryQuery);
   watchConnections(pool, log);
   const db = drizzle(pool, { schema });
-  if (!inStartup) perTransactionLimits.set(db, limits);
   return { pool, db, close: () => pool.end() };
 }
 
@@ -138,6 +134,14 @@ function watchConnections(pool: pg.Pool, log: Logger): void {
   pool.on("error", () => undefined);
 }
 
+/**
+ * The limits each transaction must set for itself (SET LOCAL), or undefined
+ * when the connection's start-up packet already set them for its session.
+ */
+export function perTransactionLimits(limits: SessionLimits): SessionLimits | undefined {
+  return limits.transactionPooler ? limits : undefined;
+}
+
 /** A deadlock or serialization failure: the whole transaction may be tried again (see SQLSTATE_MEANINGS). */
 export function isRetryable(err: unknown): boolean {
   return sqlStateMeaning(err) === "retry";
@@ -146,10 +150,16 @@ export function isRetryable(err: unknown): boolean {
 /**
  * Runs `work` in a transaction, retrying it from the start when PostgreSQL
  * aborts it for a deadlock or serialization failure. The retries are what let
- * concurrent writers see a 409 only for a real conflict.
+ * concurrent writers see a 409 only for a real conflict. `limits`, when
+ * given (see perTransactionLimits), are set at the start of every attempt.
  */
-export async function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>, retries: number, onRetry?: (sqlState: string) => void): Promise<T> {
-  const limits = perTransactionLimits.get(db);
+export async function inTransaction<T>(
+  db: Db,
+  work: (tx: Tx) => Promise<T>,
+  retries: number,
+  onRetry?: (sqlState: string) => void,
+  limits?: SessionLimits,
+): Promise<T> {
   const run = limits
     ? async (tx: Tx) => {
         await setLocalLimits(tx, limits);
