@@ -15,6 +15,7 @@ import { createMetrics } from "./observe/metrics.js";
 import { conflictKind } from "./observe/conflict-kind.js";
 import { operationsRoutes } from "./routes/operations.js";
 import { databaseCheck, healthcheckHandler } from "./observe/healthcheck.js";
+import { perTransactionLimits, sessionLimits } from "./db/database.js";
 import { requestLogger } from "./observe/request-log.js";
 import { sqlState } from "./db/sql-state.js";
 import { pastHandler, variesByMicroversion } from "./http/vary.js";
@@ -44,7 +45,12 @@ export function createApp(given: AppDeps): Hono<AppEnv> {
   if (deps.reads) watchReplicas(metrics.registry, deps.reads);
   const routeDeps: RouteDeps = {
     ...deps,
-    store: { db: deps.db, allocationRetries: deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT, onRetry: metrics.transactionRetry },
+    store: {
+      db: deps.db,
+      allocationRetries: deps.config.PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT,
+      onRetry: metrics.transactionRetry,
+      transactionLimits: perTransactionLimits(sessionLimits(deps.config)),
+    },
     services: { candidates: deps.reads ? new ReplicaRoutedCandidates(candidatesOn(deps.db), deps.reads, candidatesOn) : candidatesOn(deps.db) },
   };
 

@@ -25,15 +25,36 @@ export interface Database {
 }
 
 /**
- * Bigint columns (SUM results, bigint ids) come back as numbers: every value we
- * sum is bounded by 2^31 per row and far below 2^53 in total. These have to be
- * pg's process-wide parsers, not the pool's `types` option: drizzle gives every
- * query its own parsers, which fall back to the process-wide ones and never to
- * the pool's. Setting the same parsers again (another pool) changes nothing.
+ * Bigint and numeric values (SUM and count results, bigint ids) come back as
+ * numbers: every value we sum is bounded by 2^31 per row and far below 2^53
+ * in total. Set per pool, not with pg.types.setTypeParser (which would change
+ * every pg client in the process, a library's or a test's too).
  */
-function parseBigintsAsNumbers(): void {
-  pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
-  pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
+const AS_NUMBER: Partial<Record<number, (value: string) => number>> = {
+  [pg.types.builtins.INT8]: Number,
+  [pg.types.builtins.NUMERIC]: Number,
+};
+
+type TypeParsers = { getTypeParser: (oid: number, format?: "text" | "binary") => unknown };
+
+/** pg's `types` option: the parsers above laid over `base` (pg's own defaults unless given). */
+function numberParsers(base: TypeParsers = pg.types as TypeParsers): TypeParsers {
+  return { getTypeParser: (oid, format) => ((format ?? "text") === "text" && AS_NUMBER[oid]) || base.getTypeParser(oid, format) };
+}
+
+/**
+ * The pool's `types` option covers queries that bring no parsers of their
+ * own; drizzle's do (its node-postgres session gives every query a
+ * getTypeParser that keeps dates as text and falls back to pg's process-wide
+ * parsers, never the pool's). So each client the pool makes also lays the
+ * number parsers over the parsers a query brings.
+ */
+function parseNumbersInEveryQuery(client: pg.PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  client.query = ((config: unknown, ...rest: unknown[]) => {
+    const own = config !== null && typeof config === "object" && !("submit" in config) ? (config as { types?: TypeParsers }).types : undefined;
+    return query(own ? { ...(config as object), types: numberParsers(own) } : config, ...rest);
+  }) as typeof client.query;
 }
 
 /** Bounds on how long a connection may wait or work; 0 means no bound (PostgreSQL's own default). */
@@ -55,9 +76,6 @@ export interface SessionLimits {
 
 export const NO_LIMITS: SessionLimits = { acquireTimeoutMs: 0, statementTimeoutMs: 0, lockTimeoutMs: 0, idleInTransactionTimeoutMs: 0 };
 
-/** The limits each transaction sets for itself, for databases behind a transaction pooler. */
-const perTransactionLimits = new WeakMap<Db, SessionLimits>();
-
 export function sessionLimits(config: Config): SessionLimits {
   return {
     acquireTimeoutMs: config.PLACEMENT_DB_ACQUIRE_TIMEOUT_MS,
@@ -69,10 +87,10 @@ export function sessionLimits(config: Config): SessionLimits {
 }
 
 export function openDatabase(url: string, poolSize: number, log: Logger, limits: SessionLimits = NO_LIMITS): Database {
-  parseBigintsAsNumbers();
   const inStartup = !limits.transactionPooler;
   const pool = new pg.Pool({
     connectionString: url,
+    types: numberParsers() as pg.CustomTypesConfig,
     max: poolSize,
     connectionTimeoutMillis: limits.acquireTimeoutMs,
     // Sent in the start-up packet, so every session has them before its first statement.
@@ -83,9 +101,9 @@ export function openDatabase(url: string, poolSize: number, log: Logger, limits:
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
   });
+  pool.on("connect", parseNumbersInEveryQuery);
   watchConnections(pool, log);
   const db = drizzle(pool, { schema });
-  if (!inStartup) perTransactionLimits.set(db, limits);
   return { pool, db, close: () => pool.end() };
 }
 
@@ -116,6 +134,14 @@ function watchConnections(pool: pg.Pool, log: Logger): void {
   pool.on("error", () => undefined);
 }
 
+/**
+ * The limits each transaction must set for itself (SET LOCAL), or undefined
+ * when the connection's start-up packet already set them for its session.
+ */
+export function perTransactionLimits(limits: SessionLimits): SessionLimits | undefined {
+  return limits.transactionPooler ? limits : undefined;
+}
+
 /** A deadlock or serialization failure: the whole transaction may be tried again (see SQLSTATE_MEANINGS). */
 export function isRetryable(err: unknown): boolean {
   return sqlStateMeaning(err) === "retry";
@@ -124,10 +150,16 @@ export function isRetryable(err: unknown): boolean {
 /**
  * Runs `work` in a transaction, retrying it from the start when PostgreSQL
  * aborts it for a deadlock or serialization failure. The retries are what let
- * concurrent writers see a 409 only for a real conflict.
+ * concurrent writers see a 409 only for a real conflict. `limits`, when
+ * given (see perTransactionLimits), are set at the start of every attempt.
  */
-export async function inTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>, retries: number, onRetry?: (sqlState: string) => void): Promise<T> {
-  const limits = perTransactionLimits.get(db);
+export async function inTransaction<T>(
+  db: Db,
+  work: (tx: Tx) => Promise<T>,
+  retries: number,
+  onRetry?: (sqlState: string) => void,
+  limits?: SessionLimits,
+): Promise<T> {
   const run = limits
     ? async (tx: Tx) => {
         await setLocalLimits(tx, limits);

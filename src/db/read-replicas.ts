@@ -55,8 +55,9 @@
  * `behind at its last check + time since that check <= max lag`: every read
  * it serves reflects every write committed more than
  * PLACEMENT_READ_MAX_LAG_SECONDS earlier. A standby that cannot be reached,
- * that fails a read, or that is not in recovery (promoted: its data may have
- * forked from the primary's) serves nothing until a check finds it fit again;
+ * that fails a read, that is not in recovery (promoted: its data may have
+ * forked from the primary's), or that is not a copy of this primary (another
+ * system identifier: its positions mean nothing here) serves nothing until a check finds it fit again;
  * the read goes to the primary. Several standbys are used in turn.
  */
 import type { Logger } from "../log.js";
@@ -79,8 +80,10 @@ export interface ReplicaState {
   name: string;
   /** Whether a read would be sent there now. */
   usable: boolean;
-  /** At most this far behind the primary now (seconds); null when it has never been measured. */
+  /** How far behind the primary it was at its last check (seconds); null when unknown (never measured, or the check failed). */
   behindSeconds: number | null;
+  /** When that check was (seconds ago): a read is sent there only while the two add up to at most the bound. */
+  checkedSecondsAgo: number | null;
   /** Bytes of the primary's WAL not yet replayed at the last check; null when unknown. */
   bytesBehind: number | null;
   replayPaused: boolean;
@@ -101,6 +104,8 @@ export interface ReadTarget {
 const HISTORY_MS = 10 * 60_000;
 /** A check that has not answered by then counts as failed. */
 const CHECK_TIMEOUT_MS = 2_000;
+/** How long a check waits before looking again at a standby just short of the primary's position. */
+const SECOND_LOOK_MS = 20;
 
 /** "16/B374D848" as a number of bytes. */
 export function parseLsn(text: string): bigint {
@@ -111,6 +116,8 @@ export function parseLsn(text: string): bigint {
 /** The primary's WAL position over time, to tell how long ago a standby's replayed position was the primary's. */
 export class PrimaryWalHistory {
   private readonly samples: Array<{ at: number; lsn: bigint }> = [];
+  /** The primary's system identifier: positions compare only within one system (a standby made from it shares it). */
+  system: string | undefined;
 
   add(at: number, lsn: bigint): void {
     this.samples.push({ at, lsn });
@@ -132,6 +139,7 @@ export class PrimaryWalHistory {
 export interface StandbyReading {
   at: number;
   inRecovery: boolean;
+  system: string;
   replayLsn: bigint | null;
   /** Seconds since the last replayed transaction committed (on the primary's clock); null before any. */
   replayAgeSeconds: number | null;
@@ -151,7 +159,9 @@ export function behindAtReading(reading: StandbyReading, primary: PrimaryWalHist
   return bounds.length > 0 ? Math.min(...bounds) : undefined;
 }
 
-const STANDBY_QUERY = `SELECT pg_is_in_recovery() AS in_recovery,
+const SYSTEM_SQL = "(SELECT system_identifier::text FROM pg_control_system()) AS system";
+const PRIMARY_QUERY = `SELECT pg_current_wal_lsn()::text AS lsn, ${SYSTEM_SQL}`;
+const STANDBY_QUERY = `SELECT pg_is_in_recovery() AS in_recovery, ${SYSTEM_SQL},
        pg_last_wal_replay_lsn()::text AS replay_lsn,
        EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp())::float8 AS replay_age,
        CASE WHEN pg_is_in_recovery() THEN pg_is_wal_replay_paused() ELSE false END AS paused`;
@@ -165,10 +175,10 @@ function withTimeout<T>(work: Promise<T>, what: string): Promise<T> {
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Connections that only watch: one each, short bounds. */
-function monitorConnection(url: string, log: Logger): Database {
+/** Connections that only watch: one each, short bounds, otherwise as the server's (a pooler in front, say). */
+function monitorConnection(url: string, limits: SessionLimits, log: Logger): Database {
   const bounded = CHECK_TIMEOUT_MS;
-  return openDatabase(url, 1, log, { acquireTimeoutMs: bounded, statementTimeoutMs: bounded, lockTimeoutMs: bounded, idleInTransactionTimeoutMs: bounded });
+  return openDatabase(url, 1, log, { ...limits, acquireTimeoutMs: bounded, statementTimeoutMs: bounded, lockTimeoutMs: bounded, idleInTransactionTimeoutMs: bounded });
 }
 
 /** host:port/database of a URL, never its credentials. */
@@ -201,22 +211,23 @@ class Standby {
     this.checking = true;
     const wasUsable = this.usable(Date.now());
     try {
-      const at = Date.now();
-      const result = await withTimeout(this.monitor.pool.query(STANDBY_QUERY), `standby ${this.name}`);
-      const row = result.rows[0] as { in_recovery: boolean; replay_lsn: string | null; replay_age: number | null; paused: boolean };
-      const reading: StandbyReading = {
-        at,
-        inRecovery: row.in_recovery,
-        replayLsn: row.replay_lsn === null ? null : parseLsn(row.replay_lsn),
-        replayAgeSeconds: row.replay_age,
-        replayPaused: row.paused,
-      };
+      let reading = await this.read();
+      const latest = primary.latest();
+      // Under steady writes a streaming standby is a few milliseconds short of the position just
+      // sampled, which would date it back to the sample before, a whole interval earlier: look once more.
+      if (latest && reading.replayLsn !== null && reading.replayLsn < latest.lsn && !reading.replayPaused) {
+        await new Promise((r) => setTimeout(r, SECOND_LOOK_MS));
+        reading = await this.read();
+      }
       this.reading = reading;
       this.behind = behindAtReading(reading, primary);
-      const latest = primary.latest();
       this.bytesBehind =
         latest && reading.replayLsn !== null ? Number(latest.lsn > reading.replayLsn ? latest.lsn - reading.replayLsn : 0n) : null;
-      this.failure = reading.inRecovery ? undefined : "not a standby (not in recovery)";
+      this.failure = !reading.inRecovery
+        ? "not a standby (not in recovery)"
+        : primary.system !== undefined && reading.system !== primary.system
+          ? `not a standby of this primary (system identifier ${reading.system}, the primary's ${primary.system})`
+          : undefined;
     } catch (err) {
       this.failure = `unreachable: ${rootCause(err).message}`;
     } finally {
@@ -227,6 +238,20 @@ class Standby {
       if (usable) this.log.info("read replica serving reads", { replica: this.name });
       else this.log.warn("read replica skipped: reads go to the primary", { replica: this.name, why: this.state(Date.now()).detail });
     }
+  }
+
+  private async read(): Promise<StandbyReading> {
+    const at = Date.now();
+    const result = await withTimeout(this.monitor.pool.query(STANDBY_QUERY), `standby ${this.name}`);
+    const row = result.rows[0] as { in_recovery: boolean; system: string; replay_lsn: string | null; replay_age: number | null; paused: boolean };
+    return {
+      at,
+      inRecovery: row.in_recovery,
+      system: row.system,
+      replayLsn: row.replay_lsn === null ? null : parseLsn(row.replay_lsn),
+      replayAgeSeconds: row.replay_age,
+      replayPaused: row.paused,
+    };
   }
 
   unavailable(err: unknown): void {
@@ -246,15 +271,17 @@ class Standby {
   }
 
   state(now: number): ReplicaState {
-    const behind = this.behindNow(now);
+    const behindNow = this.behindNow(now);
     const paused = this.reading?.replayPaused ?? false;
     let detail = this.failure ?? (paused ? "replay paused" : "streaming");
-    if (!this.failure && behind !== undefined && behind > this.maxLagSeconds) detail += `, behind more than ${this.maxLagSeconds} s`;
+    if (!this.failure && behindNow !== undefined && behindNow > this.maxLagSeconds) detail += `, behind more than ${this.maxLagSeconds} s`;
     if (!this.reading && !this.failure) detail = "not checked yet";
+    const seconds = (n: number | undefined) => (n === undefined ? null : Math.round(n * 1000) / 1000);
     return {
       name: this.name,
       usable: this.usable(now),
-      behindSeconds: behind === undefined ? null : Math.round(behind * 1000) / 1000,
+      behindSeconds: this.failure ? null : seconds(this.behind),
+      checkedSecondsAgo: seconds(this.reading && (now - this.reading.at) / 1000),
       bytesBehind: this.bytesBehind,
       replayPaused: paused,
       detail,
@@ -285,9 +312,9 @@ export class ReadReplicas {
   static async open(primary: Db, options: ReadReplicaOptions, watch = true): Promise<ReadReplicas> {
     const standbys = options.replicaUrls.map(
       (url) =>
-        new Standby(url, openDatabase(url, options.poolSize, options.log, options.limits), monitorConnection(url, options.log), options.maxLagSeconds, options.log),
+        new Standby(url, openDatabase(url, options.poolSize, options.log, options.limits), monitorConnection(url, options.limits, options.log), options.maxLagSeconds, options.log),
     );
-    const replicas = new ReadReplicas(primary, monitorConnection(options.primaryUrl, options.log), standbys, options.log, options.maxLagSeconds);
+    const replicas = new ReadReplicas(primary, monitorConnection(options.primaryUrl, options.limits, options.log), standbys, options.log, options.maxLagSeconds);
     await replicas.refresh();
     if (watch) {
       // Often enough that a fit standby's bound (which grows between checks) stays well inside the limit.
@@ -307,8 +334,10 @@ export class ReadReplicas {
   private async checkAll(): Promise<void> {
     try {
       const at = Date.now();
-      const result = await withTimeout(this.primaryMonitor.pool.query("SELECT pg_current_wal_lsn()::text AS lsn"), "the primary");
-      this.primaryHistory.add(at, parseLsn((result.rows[0] as { lsn: string }).lsn));
+      const result = await withTimeout(this.primaryMonitor.pool.query(PRIMARY_QUERY), "the primary");
+      const row = result.rows[0] as { lsn: string; system: string };
+      this.primaryHistory.add(at, parseLsn(row.lsn));
+      this.primaryHistory.system = row.system;
     } catch (err) {
       // No sample: the standbys' bounds grow until the primary answers again.
       this.log.debug("read replica monitor: no primary WAL position", { cause: rootCause(err) });

@@ -59,6 +59,9 @@ export function statusTitle(status: number): string {
 }
 
 export class PlacementError extends Error {
+  /** Placement raises this one outside its handlers, so its response gets no Vary (http/vary.ts). */
+  raisedPastHandler = false;
+
   constructor(
     readonly status: number,
     /** The specific message; the status's standard explanation is put in front of it. */

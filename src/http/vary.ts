@@ -8,14 +8,12 @@
  */
 import type { PlacementError } from "./errors.js";
 
-const raisedPastHandler = new WeakSet<PlacementError>();
-
 /** Marks an error Placement raises outside its handlers (so: no Vary). */
 export function pastHandler<E extends PlacementError>(err: E): E {
-  raisedPastHandler.add(err);
+  err.raisedPastHandler = true;
   return err;
 }
 
 export function variesByMicroversion(err: PlacementError): boolean {
-  return !raisedPastHandler.has(err) && err.status !== 403;
+  return !err.raisedPastHandler && err.status !== 403;
 }

@@ -11,7 +11,7 @@ import type { ReadReplicas } from "../db/read-replicas.js";
 export function watchReplicas(registry: Registry, replicas: ReadReplicas): void {
   new Gauge({
     name: "placement_db_replica_lag_seconds",
-    help: "At most this far behind the primary (its last check plus the time since); NaN before the first check.",
+    help: "How far behind the primary the standby was at its last check (checked every second or so); NaN when unknown.",
     labelNames: ["replica"],
     aggregator: "max",
     registers: [registry],

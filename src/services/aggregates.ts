@@ -36,7 +36,7 @@ export async function setProviderAggregates(
   uuids: readonly string[],
   expectedGeneration?: number,
 ): Promise<number> {
-  return writeTransaction(store.db, (tx) => setProviderAggregatesIn(tx, providerUuid, uuids, expectedGeneration));
+  return writeTransaction(store, (tx) => setProviderAggregatesIn(tx, providerUuid, uuids, expectedGeneration));
 }
 
 async function setProviderAggregatesIn(

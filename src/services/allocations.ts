@@ -66,10 +66,9 @@ export async function setAllocations(store: Store, writes: readonly ConsumerAllo
  * ConcurrentUpdate.
  */
 async function writeAllocationsTransaction(store: Store, writes: readonly ConsumerAllocations[], writer: AllocationWriter): Promise<void> {
-  await writeTransaction(store.db, (tx) => replaceAllocations(tx, writes, writer), {
+  await writeTransaction(store, (tx) => replaceAllocations(tx, writes, writer), {
     retries: store.allocationRetries,
     during: "allocate",
-    onRetry: store.onRetry,
   });
 }
 
@@ -384,7 +383,7 @@ function withDates<T extends { createdAt: Date | string; updatedAt: Date | strin
  */
 export async function deleteConsumerAllocations(store: Store, consumerUuid: string): Promise<void> {
   const deleted = await writeTransaction(
-    store.db,
+    store,
     async (tx) => {
       const consumer = (await lockConsumers(tx, [consumerUuid])).get(consumerUuid);
       if (!consumer) return false;
@@ -392,7 +391,7 @@ export async function deleteConsumerAllocations(store: Store, consumerUuid: stri
       await deleteConsumersWithoutAllocations(tx, [consumer.id]);
       return (rows.rowCount ?? 0) > 0;
     },
-    { retries: store.allocationRetries, onRetry: store.onRetry },
+    { retries: store.allocationRetries },
   );
   if (!deleted) throw new AllocationsNotFound(consumerUuid);
 }

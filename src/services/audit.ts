@@ -144,7 +144,7 @@ export type OrphanDeletion = "deleted" | "changed" | "gone";
  */
 export async function deleteConsumerIfUnchanged(store: Store, uuid: string, generation: number): Promise<OrphanDeletion> {
   return writeTransaction(
-    store.db,
+    store,
     async (tx) => {
       const consumer = (await lockConsumers(tx, [uuid])).get(uuid);
       if (!consumer) return "gone";
@@ -153,6 +153,6 @@ export async function deleteConsumerIfUnchanged(store: Store, uuid: string, gene
       await deleteConsumersWithoutAllocations(tx, [consumer.id]);
       return "deleted";
     },
-    { retries: store.allocationRetries, onRetry: store.onRetry },
+    { retries: store.allocationRetries },
   );
 }

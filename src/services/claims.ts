@@ -118,7 +118,7 @@ export async function claim(store: Store, req: ClaimRequest): Promise<ClaimOutco
   // Restarts (MustRestart) and deadlock retries each get the allocation writes' retry count.
   for (let restart = 0; ; restart++) {
     try {
-      return await writeTransaction(store.db, (tx) => claimIn(tx, req), { retries: store.allocationRetries, during: "allocate", onRetry: store.onRetry });
+      return await writeTransaction(store, (tx) => claimIn(tx, req), { retries: store.allocationRetries, during: "allocate" });
     } catch (err) {
       if (!(err instanceof MustRestart)) throw err;
       if (restart >= store.allocationRetries) throw new ClaimRefused({ reason: "busy" });

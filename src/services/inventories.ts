@@ -224,25 +224,17 @@ export async function replaceInventories(
   items: Map<string, InventoryData>,
   reservedMayEqualTotal: boolean,
 ): Promise<number> {
-  return writeTransaction(store.db, (tx) => replaceInventoriesIn(tx, providerUuid, expectedGeneration, items, reservedMayEqualTotal));
-}
-
-async function replaceInventoriesIn(
-  tx: Tx,
-  providerUuid: string,
-  expectedGeneration: number,
-  items: Map<string, InventoryData>,
-  reservedMayEqualTotal: boolean,
-): Promise<number> {
-  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
-  checkGeneration(provider, expectedGeneration, "inventories");
-  assertCapacity(provider.uuid, items, reservedMayEqualTotal, "update");
-  return setProviderInventories(tx, provider, items, "replace");
+  return writeTransaction(store, async (tx) => {
+    const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+    checkGeneration(provider, expectedGeneration, "inventories");
+    assertCapacity(provider.uuid, items, reservedMayEqualTotal, "update");
+    return setProviderInventories(tx, provider, items, "replace");
+  });
 }
 
 /** DELETE /resource_providers/{uuid}/inventories (1.5): no generation from the client. */
 export async function deleteAllInventories(store: Store, providerUuid: string): Promise<number> {
-  return writeTransaction(store.db, (tx) => deleteAllInventoriesIn(tx, providerUuid));
+  return writeTransaction(store, (tx) => deleteAllInventoriesIn(tx, providerUuid));
 }
 
 async function deleteAllInventoriesIn(tx: Tx, providerUuid: string): Promise<number> {
@@ -258,27 +250,19 @@ export async function addInventory(
   inv: InventoryData,
   reservedMayEqualTotal: boolean,
 ): Promise<number> {
-  return writeTransaction(store.db, (tx) => addInventoryIn(tx, providerUuid, rc, inv, reservedMayEqualTotal));
-}
-
-async function addInventoryIn(
-  tx: Tx,
-  providerUuid: string,
-  rc: string,
-  inv: InventoryData,
-  reservedMayEqualTotal: boolean,
-): Promise<number> {
-  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
-  assertCapacity(provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal, "create");
-  const classId = (await classIdsByName(tx, [rc])).get(rc);
-  if (classId === undefined) throw new ClassNotFound(rc, { in: "new inventory", provider: provider.uuid });
-  const inserted = await tx
-    .insert(inventories)
-    .values({ resourceProviderId: provider.id, resourceClassId: classId, ...columns(inv) })
-    .onConflictDoNothing()
-    .returning({ id: inventories.id });
-  if (inserted.length === 0) throw new InventoryExists(provider.uuid, rc);
-  return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
+  return writeTransaction(store, async (tx) => {
+    const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+    assertCapacity(provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal, "create");
+    const classId = (await classIdsByName(tx, [rc])).get(rc);
+    if (classId === undefined) throw new ClassNotFound(rc, { in: "new inventory", provider: provider.uuid });
+    const inserted = await tx
+      .insert(inventories)
+      .values({ resourceProviderId: provider.id, resourceClassId: classId, ...columns(inv) })
+      .onConflictDoNothing()
+      .returning({ id: inventories.id });
+    if (inserted.length === 0) throw new InventoryExists(provider.uuid, rc);
+    return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
+  });
 }
 
 /** PUT /resource_providers/{uuid}/inventories/{rc}: change an existing class. Returns the new generation. */
@@ -290,34 +274,25 @@ export async function updateInventory(
   inv: InventoryData,
   reservedMayEqualTotal: boolean,
 ): Promise<number> {
-  return writeTransaction(store.db, (tx) => updateInventoryIn(tx, providerUuid, expectedGeneration, rc, inv, reservedMayEqualTotal));
-}
-
-async function updateInventoryIn(
-  tx: Tx,
-  providerUuid: string,
-  expectedGeneration: number,
-  rc: string,
-  inv: InventoryData,
-  reservedMayEqualTotal: boolean,
-): Promise<number> {
-  const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
-  checkGeneration(provider, expectedGeneration, "inventories");
-  assertCapacity(provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal, "update");
-  const classId = (await classIdsByName(tx, [rc])).get(rc);
-  if (classId === undefined) throw new ClassNotFound(rc, { in: "inventory update" });
-  const updated = await tx
-    .update(inventories)
-    .set({ ...columns(inv), updatedAt: new Date() })
-    .where(and(eq(inventories.resourceProviderId, provider.id), eq(inventories.resourceClassId, classId)))
-    .returning({ id: inventories.id });
-  if (updated.length === 0) throw new InventoryNotFound(provider.uuid, rc, "update");
-  return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
+  return writeTransaction(store, async (tx) => {
+    const provider = await lockProviderForNoKeyUpdate(tx, providerUuid);
+    checkGeneration(provider, expectedGeneration, "inventories");
+    assertCapacity(provider.uuid, new Map([[rc, inv]]), reservedMayEqualTotal, "update");
+    const classId = (await classIdsByName(tx, [rc])).get(rc);
+    if (classId === undefined) throw new ClassNotFound(rc, { in: "inventory update" });
+    const updated = await tx
+      .update(inventories)
+      .set({ ...columns(inv), updatedAt: new Date() })
+      .where(and(eq(inventories.resourceProviderId, provider.id), eq(inventories.resourceClassId, classId)))
+      .returning({ id: inventories.id });
+    if (updated.length === 0) throw new InventoryNotFound(provider.uuid, rc, "update");
+    return bumpProviderGeneration(tx, provider, { generation: provider.generation, writing: "inventories" });
+  });
 }
 
 /** DELETE /resource_providers/{uuid}/inventories/{rc}. */
 export async function deleteInventory(store: Store, providerUuid: string, rc: string): Promise<number> {
-  return writeTransaction(store.db, (tx) => deleteInventoryIn(tx, providerUuid, rc));
+  return writeTransaction(store, (tx) => deleteInventoryIn(tx, providerUuid, rc));
 }
 
 async function deleteInventoryIn(tx: Tx, providerUuid: string, rc: string): Promise<number> {

@@ -225,7 +225,7 @@ export interface NewProvider {
  * uuid or name is a DuplicateProvider; a bad parent an InvalidProvider.
  */
 export async function createProvider(store: Store, data: NewProvider): Promise<ProviderView> {
-  return writeTransaction(store.db, (tx) => createProviderIn(tx, data));
+  return writeTransaction(store, (tx) => createProviderIn(tx, data));
 }
 
 /** createProvider inside the caller's transaction. */
@@ -299,7 +299,7 @@ export interface ProviderUpdate {
  * aggregates and allocations, not the name).
  */
 export async function updateProvider(store: Store, uuid: string, update: ProviderUpdate, allowReparenting: boolean): Promise<ProviderView> {
-  return writeTransaction(store.db, (tx) => updateProviderIn(tx, uuid, update, allowReparenting));
+  return writeTransaction(store, (tx) => updateProviderIn(tx, uuid, update, allowReparenting));
 }
 
 async function updateProviderIn(tx: Tx, uuid: string, update: ProviderUpdate, allowReparenting: boolean): Promise<ProviderView> {
@@ -380,7 +380,7 @@ async function subtreeIds(q: Queryable, id: number): Promise<number[]> {
  * provider with children or allocations stays (409), as in Placement.
  */
 export async function deleteProvider(store: Store, uuid: string): Promise<void> {
-  return writeTransaction(store.db, (tx) => deleteProviderIn(tx, uuid));
+  return writeTransaction(store, (tx) => deleteProviderIn(tx, uuid));
 }
 
 async function deleteProviderIn(tx: Tx, uuid: string): Promise<void> {

@@ -32,10 +32,9 @@ export interface ProviderInventories {
 
 /** POST /reshaper, in one transaction retried as allocation writes are; ConcurrentUpdate when the retries run out. */
 export async function reshape(store: Store, inventories: readonly ProviderInventories[], allocations: readonly ConsumerAllocations[]): Promise<void> {
-  await writeTransaction(store.db, (tx) => reshapeIn(tx, inventories, allocations), {
+  await writeTransaction(store, (tx) => reshapeIn(tx, inventories, allocations), {
     retries: store.allocationRetries,
     during: "reshape",
-    onRetry: store.onRetry,
   });
 }
 

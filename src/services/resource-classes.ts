@@ -47,7 +47,7 @@ async function insertResourceClass(tx: Tx, name: string): Promise<ResourceClassR
 
 /** POST /resource_classes: DuplicateClass when the name is taken. */
 export async function createResourceClass(store: Store, name: string): Promise<ResourceClassRow> {
-  return writeTransaction(store.db, (tx) => createResourceClassIn(tx, name));
+  return writeTransaction(store, (tx) => createResourceClassIn(tx, name));
 }
 
 async function createResourceClassIn(tx: Tx, name: string): Promise<ResourceClassRow> {
@@ -58,7 +58,7 @@ async function createResourceClassIn(tx: Tx, name: string): Promise<ResourceClas
 
 /** PUT /resource_classes/{name} from 1.7: creates the class unless it exists. */
 export async function ensureResourceClass(store: Store, name: string): Promise<{ resourceClass: ResourceClassRow; created: boolean }> {
-  return writeTransaction(store.db, (tx) => ensureResourceClassIn(tx, name));
+  return writeTransaction(store, (tx) => ensureResourceClassIn(tx, name));
 }
 
 async function ensureResourceClassIn(tx: Tx, name: string): Promise<{ resourceClass: ResourceClassRow; created: boolean }> {
@@ -69,7 +69,7 @@ async function ensureResourceClassIn(tx: Tx, name: string): Promise<{ resourceCl
 
 /** PUT /resource_classes/{name} before 1.7: renames a custom class. */
 export async function renameResourceClass(store: Store, name: string, newName: string): Promise<ResourceClassRow> {
-  return writeTransaction(store.db, (tx) => renameResourceClassIn(tx, name, newName));
+  return writeTransaction(store, (tx) => renameResourceClassIn(tx, name, newName));
 }
 
 async function renameResourceClassIn(tx: Tx, name: string, newName: string): Promise<ResourceClassRow> {
@@ -98,7 +98,7 @@ async function renameResourceClassIn(tx: Tx, name: string, newName: string): Pro
  * and the in-use check below cannot be overtaken.
  */
 export async function deleteResourceClass(store: Store, name: string): Promise<void> {
-  return writeTransaction(store.db, (tx) => deleteResourceClassIn(tx, name));
+  return writeTransaction(store, (tx) => deleteResourceClassIn(tx, name));
 }
 
 async function deleteResourceClassIn(tx: Tx, name: string): Promise<void> {

@@ -48,7 +48,7 @@ export async function getTrait(q: Queryable, name: string): Promise<TraitRow> {
 
 /** PUT /traits/{name}: creates the trait unless it exists (ON CONFLICT: a concurrent create is not an error). */
 export async function ensureTrait(store: Store, name: string): Promise<{ trait: TraitRow; created: boolean }> {
-  return writeTransaction(store.db, (tx) => ensureTraitIn(tx, name));
+  return writeTransaction(store, (tx) => ensureTraitIn(tx, name));
 }
 
 async function ensureTraitIn(tx: Tx, name: string): Promise<{ trait: TraitRow; created: boolean }> {
@@ -63,7 +63,7 @@ async function ensureTraitIn(tx: Tx, name: string): Promise<{ trait: TraitRow; c
  * before (and the in-use check sees it) or waits and then finds no trait.
  */
 export async function deleteTrait(store: Store, name: string): Promise<void> {
-  return writeTransaction(store.db, (tx) => deleteTraitIn(tx, name));
+  return writeTransaction(store, (tx) => deleteTraitIn(tx, name));
 }
 
 async function deleteTraitIn(tx: Tx, name: string): Promise<void> {
@@ -109,7 +109,7 @@ export async function setProviderTraits(
   names: readonly string[],
   expectedGeneration?: number,
 ): Promise<{ provider: ProviderRow; traits: TraitRow[]; generation: number }> {
-  return writeTransaction(store.db, (tx) => setProviderTraitsIn(tx, uuid, names, expectedGeneration));
+  return writeTransaction(store, (tx) => setProviderTraitsIn(tx, uuid, names, expectedGeneration));
 }
 
 async function setProviderTraitsIn(

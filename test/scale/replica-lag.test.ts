@@ -5,6 +5,7 @@ import { behindAtReading, parseLsn, PrimaryWalHistory, type StandbyReading } fro
 const reading = (at: number, replayLsn: string | null, replayAgeSeconds: number | null): StandbyReading => ({
   at,
   inRecovery: true,
+  system: "7000000000000000001",
   replayLsn: replayLsn === null ? null : parseLsn(replayLsn),
   replayAgeSeconds,
   replayPaused: false,

@@ -40,7 +40,7 @@ export interface Candidate {
    * The option taken for each request group, in request order; its
    * providers are the group's mappings (groups have distinct suffixes). Kept
    * as the options themselves, not a Map per candidate: the writer reads them
-   * in order, and a Map for each of 80,000 candidates was garbage to collect.
+   * in order, and a Map for each of tens of thousands of candidates is garbage to collect.
    */
   groups: readonly GroupOption[];
 }
@@ -159,7 +159,7 @@ export function* mergeGroups(anchorRootId: number, options: GroupOption[][], rul
 
   // Depth-first over one option per group, as an odometer in one generator frame: a recursive
   // generator passes every candidate up through one `yield*` per group, which cost more than the
-  // combining itself (1,000 nested trees, 8,000 candidates).
+  // combining itself on large nested answers.
   const choice = new Array<number>(options.length).fill(-1);
   const take = (option: GroupOption) => {
     for (const rr of option.resources) claimed[claimedCount++] = rr;
