@@ -37,6 +37,10 @@ export interface Workers {
 }
 
 export function superviseWorkers(count: number, env: Record<string, string>, log: Logger): Workers {
+  // Workers accept from the shared socket themselves. Under Node's default round-robin the primary
+  // accepts and hands each connection to a worker; one handed to a worker that dies before taking it
+  // stays open in the primary with nobody to answer it, and its client hangs.
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
   let stopping = false;
   let startFailures = 0;
   let young = 0;
