@@ -8,9 +8,8 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import pg from "pg";
 import { freePort } from "../../src/net.js";
-import { assertPortFree, startReferencePlacement } from "../support/reference-placement.js";
+import { adminStatement, assertPortFree, startReferencePlacement } from "../support/reference-placement.js";
 
 export { referenceUnavailable } from "../support/reference-placement.js";
 
@@ -18,16 +17,6 @@ export interface RunningServer {
   name: string;
   baseUrl: string;
   stop(): Promise<void>;
-}
-
-async function adminQuery(adminUrl: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
 }
 
 function databaseUrl(adminUrl: string, name: string): string {
@@ -38,9 +27,9 @@ function databaseUrl(adminUrl: string, name: string): string {
 
 /** A fresh database `name`, and the function that drops it. */
 async function freshDatabase(adminUrl: string, name: string): Promise<() => Promise<void>> {
-  await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await adminQuery(adminUrl, `CREATE DATABASE ${name}`);
-  return () => adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await adminStatement(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await adminStatement(adminUrl, `CREATE DATABASE ${name}`);
+  return () => adminStatement(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
 }
 
 export async function startReference(adminUrl: string, dbName: string, port?: number): Promise<RunningServer> {

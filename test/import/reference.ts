@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import mysql from "mysql2/promise";
 import pg from "pg";
-import { startReferencePlacement } from "../support/reference-placement.js";
+import { adminStatement, startReferencePlacement } from "../support/reference-placement.js";
 
 export { referenceUnavailable } from "../support/reference-placement.js";
 
@@ -40,11 +40,11 @@ export async function startReference(kind: "postgresql" | "mariadb", postgresAdm
   let databaseUrl: string;
   let drop: () => Promise<void>;
   if (kind === "postgresql") {
-    await pgAdmin(postgresAdminUrl, `CREATE DATABASE ${name}`);
+    await adminStatement(postgresAdminUrl, `CREATE DATABASE ${name}`);
     const u = new URL(postgresAdminUrl);
     u.pathname = `/${name}`;
     databaseUrl = u.toString().replace(/^postgres(ql)?:/, "postgresql+psycopg2:");
-    drop = () => pgAdmin(postgresAdminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    drop = () => adminStatement(postgresAdminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   } else {
     const admin = await mysql.createConnection(MARIADB_ADMIN_URL);
     await admin.query(`CREATE DATABASE ${name} CHARACTER SET utf8mb4`);
@@ -69,16 +69,6 @@ export async function startReference(kind: "postgresql" | "mariadb", postgresAdm
   } catch (err) {
     await drop();
     throw err;
-  }
-}
-
-async function pgAdmin(adminUrl: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
   }
 }
 

@@ -10,6 +10,7 @@ import { existsSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import pg from "pg";
 import { freePort } from "../../src/net.js";
 
 export const REFERENCE_SCRIPT = path.resolve(process.env.PLACEMENT_REFERENCE_SERVER ?? "../shared/conformance/reference-server");
@@ -104,4 +105,15 @@ export async function startReferencePlacement(options: ReferenceOptions): Promis
     }
   }
   return { baseUrl, logFile, logTail, stop };
+}
+
+/** One statement on its own connection (CREATE/DROP DATABASE for the reference's database cannot run in a transaction). */
+export async function adminStatement(adminUrl: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
 }
