@@ -146,6 +146,10 @@ export const KNOWN_BUGS: KnownBug[] = [
       return named !== undefined && context.retiredClasses.has(named);
     },
   },
+  {
+    anchor: "a-deeply-nested-body-answers-500",
+    matches: (e) => e.reference.status === 500 && e.ours.status === 400 && e.reference.text.includes("maximum recursion depth exceeded"),
+  },
 ];
 
 export function knownBug(exchange: Exchange, differences: Difference[], context: BugContext): KnownBug | undefined {
