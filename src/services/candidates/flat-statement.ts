@@ -10,8 +10,11 @@
  *
  * Why this shape:
  * - Capacity is one aggregation over `inventories` per provider, counting the
- *   requested classes that fit (`count(*) FILTER (...) >= n`), instead of a
- *   correlated check per provider and class. Usage is the row's own `used`
+ *   requested classes that fit (`count(r.id) >= n`, the rule in the join to
+ *   the requested classes), instead of a correlated check per provider and
+ *   class. The rule sits in the join rather than in a FILTER of the count:
+ *   every aggregate PostgreSQL evaluates per row costs about as much as the
+ *   rest of the pass, and in the join it is checked only on requested rows. Usage is the row's own `used`
  *   column (kept by triggers on allocations), so no allocation is read: the
  *   cost does not grow with the number of allocations. The requested classes
  *   are a small CTE hash-joined to each inventory row.
@@ -177,11 +180,11 @@ export async function flatCandidates(
       SELECT ${ID} AS id, ${DETAILS_KEY_SQL("inv")} AS key,
              string_agg(inv.resource_class_id || ' ' || inv.used, ' ') FILTER (WHERE inv.used > 0) AS used
       FROM inventories inv
-      LEFT JOIN req r ON r.id = inv.resource_class_id
+      LEFT JOIN req r ON r.id = inv.resource_class_id AND ${canTakeSql("inv", { smallest: "r.lo", sum: "r.total", gcd: "r.g" })}
       WHERE NOT EXISTS (SELECT 1 FROM names WHERE k IN ('n', 's'))
         ${conditions.map((c) => `AND ${c}`).join("\n        ")}
       GROUP BY ${ID}
-      HAVING count(*) FILTER (WHERE ${canTakeSql("inv", { smallest: "r.lo", sum: "r.total", gcd: "r.g" })}) >= ${p(requests.size)}::int
+      HAVING count(r.id) >= ${p(requests.size)}::int
       ORDER BY ${ID}${sqlLimit === undefined ? "" : ` LIMIT ${p(sqlLimit)}::bigint`}
     )
     SELECT k, id, s FROM names
