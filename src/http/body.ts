@@ -1,8 +1,9 @@
-/** Reading request bodies: content type, size limit, JSON syntax, then the zod schema. */
+/** Reading request bodies: content type, JSON syntax (as Placement's Python reads it), then the zod schema. */
 import type { z } from "zod";
 import type { AppContext } from "./context.js";
-import { PlacementError } from "./errors.js";
-import { parseJson, validateBody } from "./validation.js";
+import { badRequest, PlacementError } from "./errors.js";
+import { loadsPythonJsonBody, PythonJsonError } from "./python-json.js";
+import { validateBody } from "./validation.js";
 
 /** Placement's wording when the body is not JSON: "The media type X is not supported, use application/json". */
 export function requireJsonContent(c: AppContext): void {
@@ -20,9 +21,24 @@ export function requireJsonContent(c: AppContext): void {
   }
 }
 
+/**
+ * The body as Placement's json.loads reads it; a failure is its "Malformed
+ * JSON" 400 with Python's message. The raw bytes, not text: a BOM and bytes
+ * that are not UTF-8 are errors there, where a text decoder would drop or
+ * replace them.
+ */
+async function readJson(c: AppContext): Promise<unknown> {
+  const bytes = new Uint8Array(await c.req.arrayBuffer());
+  try {
+    return loadsPythonJsonBody(bytes);
+  } catch (err) {
+    if (err instanceof PythonJsonError) throw badRequest(`Malformed JSON: ${err.message}`);
+    throw err;
+  }
+}
+
 /** Reads, parses and validates a JSON body against `schema`. */
 export async function readJsonBody<S extends z.ZodType>(c: AppContext, schema: S): Promise<z.output<S>> {
   requireJsonContent(c);
-  const text = await c.req.text();
-  return validateBody(schema, parseJson(text));
+  return validateBody(schema, await readJson(c));
 }

@@ -182,13 +182,3 @@ export function validateBody<S extends z.ZodType>(schema: S, body: unknown): z.o
   if (result.success) return result.data;
   throw badRequest(`JSON does not validate: ${describeIssue(bestMatch(result.error.issues), body)}`);
 }
-
-/** Parses a body text as JSON; a failure is Placement's "Malformed JSON" 400. */
-export function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw badRequest(`Malformed JSON: ${err instanceof Error ? err.message : "invalid JSON"}`);
-  }
-}
-

@@ -67,9 +67,6 @@ const sortedBy = (items: JsonText[], key: (v: JsonText) => string): JsonText[] =
  */
 const SCHEMA_DUMP = /^(.*(?:JSON does not validate|Invalid query string parameters): .*?) {2}Failed validating .*$/s;
 
-/** Python's json module words a syntax error its own way ("Expecting value: line 1 column 1 (char 0)"). */
-const MALFORMED_JSON = /^(.*Malformed JSON: ).*$/s;
-
 /**
  * Placement formats some Python sets into its messages with %s (the
  * `same_subtree` suffixes not found, and the suffixes there are): their
@@ -83,7 +80,7 @@ const sortPythonList = (list: string) => `[${(list.slice(1, -1).match(/'[^']*'/g
 const CHOSEN_UUID = /(Unable to create resource provider "[^"]*", )[0-9a-f-]{36}/g;
 
 const normaliseDetail = (detail: string) =>
-  detail.replace(SCHEMA_DUMP, "$1").replace(MALFORMED_JSON, "$1").replace(PYTHON_NAME_LIST, sortPythonList).replace(CHOSEN_UUID, "$1{chosen}");
+  detail.replace(SCHEMA_DUMP, "$1").replace(PYTHON_NAME_LIST, sortPythonList).replace(CHOSEN_UUID, "$1{chosen}");
 
 function normalise(value: JsonText, key = "", parent = ""): JsonText {
   if (Array.isArray(value)) {

@@ -113,6 +113,10 @@ export const KNOWN_BUGS: KnownBug[] = [
       return [...ref].every((n) => ours.includes(n)) && ours.every((n) => ref.has(n) || !n.startsWith("CUSTOM_"));
     },
   },
+  {
+    anchor: "a-deeply-nested-body-answers-500",
+    matches: (e) => e.reference.status === 500 && e.ours.status === 400 && e.reference.text.includes("maximum recursion depth exceeded"),
+  },
 ];
 
 export function knownBug(exchange: Exchange, differences: Difference[]): KnownBug | undefined {
