@@ -21,11 +21,15 @@
  * `npm run bench -- claims --mode candidates --limit 1000`, and of single
  * large answers; the figures are in the README's bench section):
  * - A flat answer of a thousand candidates: PostgreSQL's one aggregation over
- *   every inventory row is the largest part; on the server, parsing its rows
- *   (pg-protocol), the HTTP layer (hono's middleware, node's parser and the
- *   socket write of the body) and writing the body each take a similar
- *   share, and writing the body is kept small by copying whole pieces per
- *   provider (routes/flat-candidates-body.ts). Nothing else stands out.
+ *   every inventory row is the largest part (each aggregate it computes per
+ *   provider costs about as much as another pass over the rows); on the
+ *   server, the HTTP layer (hono's middleware, node's parser and the socket
+ *   write of the body) and writing the body each take a similar share.
+ *   Writing the body is kept small by copying whole pieces per provider
+ *   (routes/flat-candidates-body.ts), and the candidates arrive as one text
+ *   value scanned in place rather than a row each (flat-statement.ts), which
+ *   took pg's per-row handling and a Map per provider out. Nothing else
+ *   stands out.
  * - The loop's PUT /allocations: its commit waits for the WAL flush while
  *   holding the change feed's commit-time lock (drizzle/0010), so concurrent
  *   claims commit one flush after another instead of sharing one; on a loaded
