@@ -49,9 +49,10 @@ export function allocationRoutes(deps: RouteDeps): Hono<AppEnv> {
       authorize(c, "placement:allocations:list");
       const mv = c.get("microversion");
       const found = await getConsumerAllocations(deps.db, c.req.param("consumer_uuid"));
-      const allocations: Record<string, { generation: number; resources: Record<string, number> }> = {};
+      // Members in Placement's order: resources, then generation.
+      const allocations: Record<string, { resources: Record<string, number>; generation: number }> = {};
       for (const a of found?.allocations ?? []) {
-        const entry = (allocations[a.providerUuid] ??= { generation: a.providerGeneration, resources: {} });
+        const entry = (allocations[a.providerUuid] ??= { resources: {}, generation: a.providerGeneration });
         entry.resources[a.className] = a.used;
       }
       const out: Record<string, unknown> = { allocations };

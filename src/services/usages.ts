@@ -91,8 +91,10 @@ export async function getUsagesByConsumerType(
     ORDER BY s.grp, rc.id`);
   const out: Record<string, GroupUsage> = {};
   for (const r of res.rows) {
-    const g = (out[r.grp] ??= { consumer_count: r.consumers } as GroupUsage);
+    // Members in Placement's order: consumer_count follows the group's first class.
+    const g = (out[r.grp] ??= {} as GroupUsage);
     g[r.name] = r.used;
+    g.consumer_count = r.consumers;
   }
   return out;
 }

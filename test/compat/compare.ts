@@ -124,6 +124,9 @@ function diffJson(path: string, a: JsonText | undefined, b: JsonText | undefined
   }
   if (a && b && typeof a === "object" && typeof b === "object") {
     const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+    if (process.env.COMPAT_KEY_ORDER && Object.keys(a).join() !== Object.keys(b).join() && Object.keys(a).sort().join() === Object.keys(b).sort().join()) {
+      out.push({ aspect: `body ${path || "."} key order`, reference: Object.keys(a).join(","), ours: Object.keys(b).join(",") });
+    }
     for (const key of keys) {
       const x = (a as Record<string, JsonText>)[key];
       const y = (b as Record<string, JsonText>)[key];

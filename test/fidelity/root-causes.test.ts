@@ -240,6 +240,29 @@ describe("GET /usages", () => {
   });
 });
 
+describe("members in the order Placement's handlers build them", () => {
+  it("an allocation's resources before its provider generation; consumer_count after a group's first class", async () => {
+    const rp = await makeProvider(t);
+    await putInventories(t, rp, { VCPU: { total: 8 }, MEMORY_MB: { total: 1024 } });
+    const consumer = newUuid();
+    const put = await t.request("PUT", `/allocations/${consumer}`, {
+      version: "1.38",
+      body: {
+        allocations: { [rp]: { resources: { VCPU: 2, MEMORY_MB: 64 } } },
+        project_id: "key-order",
+        user_id: "u",
+        consumer_generation: null,
+        consumer_type: "INSTANCE",
+      },
+    });
+    expect(put.status, put.text).toBe(204);
+    const allocations = await t.request("GET", `/allocations/${consumer}`);
+    expect(Object.keys(allocations.body.allocations[rp])).toEqual(["resources", "generation"]);
+    const usages = await t.request("GET", "/usages?project_id=key-order", { version: "1.38" });
+    expect(Object.keys(usages.body.usages.INSTANCE)).toEqual(["VCPU", "consumer_count", "MEMORY_MB"]);
+  });
+});
+
 describe("HTML error pages, as webob writes them", () => {
   it("escape quotes in the detail as Python's html.escape does", async () => {
     const res = await t.request("GET", "/resource_providers", { version: null, headers: { accept: "text/html", "openstack-api-version": "placement abc" } });
