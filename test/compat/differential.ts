@@ -8,6 +8,7 @@ import { limitedAnswerFaults, limitOf, withoutLimit } from "./limited.js";
 import type { Exchange, Step } from "./model.js";
 import { applyRefresh, refreshRequest, type RefreshKind } from "./refresh.js";
 import { send, SideState, type Request, type Response } from "./request.js";
+import { usageChange } from "./usage-change.js";
 import { Workload } from "./workload.js";
 
 export interface Finding {
@@ -49,6 +50,8 @@ export async function runSeed(seed: number, steps: number, urls: { reference: st
       if (uuid) sides[i].uuids.set(sym, uuid);
     });
   };
+  /** The reference's uuid of a provider back to its symbol (a server-chosen uuid; otherwise the uuid is the symbol). */
+  const providerSymOf = (uuid: string) => [...sides[0].uuids].find(([, u]) => u === uuid)?.[0] ?? uuid;
   const workload = new Workload(seed, generatedUuid);
   const model = workload.model;
   const findings: Finding[] = [];
@@ -73,12 +76,15 @@ export async function runSeed(seed: number, steps: number, urls: { reference: st
     });
     const record: Exchange = { label, request: { ...rendered[0], path: template.path }, reference: symbolised[0], ours: symbolised[1] };
     const limit = limitOf(template.path);
-    const differences =
-      limit !== undefined && answers.every((a) => a.status === 200)
-        ? [...compare(symbolised[0], symbolised[1], { bodies: false }), ...(await limitedDifferences(template, texts, limit))]
-        : compare(symbolised[0], symbolised[1]);
+    const limited = limit !== undefined && answers.every((a) => a.status === 200) ? await limitedDifferences(label, template, texts, limit) : undefined;
+    const differences = limited
+      ? [...compare(symbolised[0], symbolised[1], { bodies: false }), ...limited.differences]
+      : compare(symbolised[0], symbolised[1]);
     if (differences.length) {
-      const bug = knownBug(record, differences, { retiredClasses: model.retiredClasses });
+      // Differences of the unlimited answers are judged on that exchange (a known bug shows there whole).
+      const judged = limited?.unlimited && limited.differences.length === differences.length ? limited.unlimited : record;
+      const asJudged = judged === record ? differences : differences.map((d) => ({ ...d, aspect: d.aspect.replace(/^without its limit: /, "") }));
+      const bug = knownBug(judged, asJudged, { retiredClasses: model.retiredClasses, usageChange: (e, provider, rc) => usageChange(model, providerSymOf, e, provider, rc) });
       const prefix = global && model.diverged && !bug ? "(after an earlier divergence) " : "";
       for (const d of differences) {
         findings.push({ cause: `${prefix}${label} | ${d.aspect}`, seed, step, exchange: record, differences, knownBug: bug?.anchor, after });
@@ -88,13 +94,22 @@ export async function runSeed(seed: number, steps: number, urls: { reference: st
   };
 
   /** A limited candidates answer: both sides' unlimited answers compared, and each limited one checked against its own (limited.ts). */
-  const limitedDifferences = async (template: Request, limitedTexts: string[], limit: number): Promise<Difference[]> => {
-    const unlimited = await Promise.all(sides.map((side, i) => send(baseUrls[i], side.render({ ...template, path: withoutLimit(template.path) }))));
+  const limitedDifferences = async (
+    label: string,
+    template: Request,
+    limitedTexts: string[],
+    limit: number,
+  ): Promise<{ differences: Difference[]; unlimited?: Exchange }> => {
+    const request = { ...template, path: withoutLimit(template.path) };
+    const rendered = sides.map((side) => side.render(request));
+    const unlimited = await Promise.all(rendered.map((req, i) => send(baseUrls[i], req)));
     requests += 2;
     const symbolised = unlimited.map((res, i) => ({ ...res, text: sides[i].symbolise(res.text) }));
     const differences = compare(symbolised[0], symbolised[1]).map((d) => ({ ...d, aspect: `without its limit: ${d.aspect}` }));
-    if (differences.length || unlimited.some((res) => res.status !== 200)) return differences;
-    return sides.flatMap((side, i) => limitedAnswerFaults(side.name, limitedTexts[i], symbolised[i].text, limit));
+    if (differences.length || unlimited.some((res) => res.status !== 200)) {
+      return { differences, unlimited: { label, request: { ...rendered[0], path: request.path }, reference: symbolised[0], ours: symbolised[1] } };
+    }
+    return { differences: sides.flatMap((side, i) => limitedAnswerFaults(side.name, limitedTexts[i], symbolised[i].text, limit)) };
   };
 
   const refresh = async (kind: RefreshKind, sym: string, write: Exchange): Promise<boolean> => {

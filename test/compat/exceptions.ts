@@ -11,6 +11,8 @@ import type { Exchange } from "./model.js";
 export interface BugContext {
   /** Custom resource class names the run renamed away or deleted (see Model.retiredClasses). */
   retiredClasses: ReadonlySet<string>;
+  /** How much an allocation write changes a provider's usage of a class, if the model can tell (usage-change.ts). */
+  usageChange(exchange: Exchange, providerUuid: string, resourceClass: string): number | undefined;
 }
 
 export interface KnownBug {
@@ -149,6 +151,18 @@ export const KNOWN_BUGS: KnownBug[] = [
   {
     anchor: "a-deeply-nested-body-answers-500",
     matches: (e) => e.reference.status === 500 && e.ours.status === 400 && e.reference.text.includes("maximum recursion depth exceeded"),
+  },
+  {
+    anchor: "an-over-capacity-provider-refuses-a-write-that-does-not-raise-its-usage",
+    matches: (e, _differences, context) => {
+      if (e.reference.status !== 409 || e.ours.status >= 300) return false;
+      const refused = /Unable to create allocation for '([A-Z0-9_]+)' on resource provider '([0-9a-f-]{36})'\. The requested amount would exceed the capacity/.exec(
+        e.reference.text,
+      );
+      if (!refused) return false;
+      const change = context.usageChange(e, refused[2], refused[1]);
+      return change !== undefined && change <= 0;
+    },
   },
 ];
 
