@@ -63,10 +63,11 @@ import type { Db, Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
 import { isFlat, ShapeHint } from "./cloud-shape.js";
 import type { Candidate } from "./combine.js";
-import { checkNames, findCandidates, type EngineOptions, type EnginePath } from "./engine.js";
+import { findCandidates, type EngineOptions, type EnginePath } from "./engine.js";
 import { flatCandidates, statementTakes, type FlatAnswer, type FlatStatementState } from "./flat-statement.js";
 import type { CandidatesResult, NamesById } from "./generate.js";
 import { ProviderDetailsCache } from "./provider-details.js";
+import { namesKnown } from "./unknown-names.js";
 
 export type CandidatesPath = "flat-statement" | EnginePath;
 
@@ -131,13 +132,13 @@ export class CandidatesService {
     if (statement) {
       if (!statementTakes(query)) throw new Error("the flat statement cannot take this request");
       const flat = await flatCandidates(this.db, this.flatState, query, { limit: this.cap(query), randomize });
-      checkNames(query, flat.names);
       this.shape.saw(flat.names);
-      if (isFlat(flat.names)) {
+      // An unknown name goes to the engine, which knows whether Placement refuses it (unknown-names.ts).
+      if (isFlat(flat.names) && namesKnown(query, flat.names)) {
         sink.flat(flat);
         return "flat-statement";
       }
-      if (forced) throw new Error("the flat statement cannot answer a cloud with trees or sharing providers");
+      if (forced && !isFlat(flat.names)) throw new Error("the flat statement cannot answer a cloud with trees or sharing providers");
     }
     const { result, path, shape } = await this.db.transaction(
       (tx) =>
