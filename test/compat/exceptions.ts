@@ -117,6 +117,10 @@ export const KNOWN_BUGS: KnownBug[] = [
     anchor: "a-deeply-nested-body-answers-500",
     matches: (e) => e.reference.status === 500 && e.ours.status === 400 && e.reference.text.includes("maximum recursion depth exceeded"),
   },
+  {
+    anchor: "a-nan-or-negative-infinite-allocation-ratio-answers-500",
+    matches: (e) => e.reference.status === 500 && e.ours.status === 400 && /cannot convert float (NaN|infinity) to integer/.test(e.reference.text),
+  },
 ];
 
 export function knownBug(exchange: Exchange, differences: Difference[]): KnownBug | undefined {
