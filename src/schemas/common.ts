@@ -53,7 +53,9 @@ export function zNullableInteger() {
   return z
     .unknown()
     .superRefine((value, ctx) => {
-      if (value !== null && !Number.isInteger(value)) {
+      // A missing member is zod's invalid_type, which reads "is a required property".
+      if (value === undefined) ctx.addIssue({ code: "invalid_type", expected: "int", input: value, message: "required" });
+      else if (value !== null && !Number.isInteger(value)) {
         ctx.addIssue({ code: "custom", input: value, message: "not an integer or null", params: { validator: "type", types: ["integer", "null"] } });
       }
     })

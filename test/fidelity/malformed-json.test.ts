@@ -108,6 +108,8 @@ const READ_THEN_REFUSED: [string, string, string][] = [
   ["PUT", `/allocations/${CONSUMER}`, allocation('"VCPU": NaN')],
   ["PUT", `/allocations/${CONSUMER}`, allocation('"VCPU": 0.0')],
   ["PUT", `/allocations/${CONSUMER}`, allocation('"VCPU": 1', "Infinity")],
+  ["PUT", `/allocations/${CONSUMER}`, allocation('"VCPU": 1', "1.5")],
+  ["PUT", `/allocations/${CONSUMER}`, allocation('"VCPU": 1').replace(', "consumer_generation": null', "")],
   ["POST", "/allocations", `{"${CONSUMER}": ${allocation('"VCPU": -Infinity')}}`],
   ["POST", "/reshaper", `{"inventories": {"${RP}": {"resource_provider_generation": NaN, "inventories": {}}}, "allocations": {}}`],
   ["POST", "/reshaper", `{"inventories": {"${RP}": {"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 0.0}}}}, "allocations": {}}`],
