@@ -62,6 +62,12 @@ export class FlatBodyPieces {
 
 const ZERO = ascii("0");
 
+/** The usage of `classId` in [classId, used, ...] pairs (a provider has a handful of inventories). */
+function usageOf(pairs: readonly number[], classId: number): number {
+  for (let i = 0; i < pairs.length; i += 2) if (pairs[i] === classId) return pairs[i + 1];
+  return 0;
+}
+
 /** Every class id and name, as one string: equal strings, equal names. */
 const namingOf = (classNames: Map<number, string>): string => [...classNames].join(";");
 
@@ -127,7 +133,7 @@ export function renderFlatBody(shape: ResponseShape, query: CandidatesQuery, { a
     if (i > 0) w.bytes(COMMA);
     w.bytes(parts[0]);
     for (let j = 0; j < classIds.length; j++) {
-      const n = used?.get(classIds[j]) ?? 0;
+      const n = used === undefined ? 0 : usageOf(used, classIds[j]);
       if (n === 0) w.bytes(ZERO);
       else w.ascii(String(n));
       w.bytes(parts[j + 1]);

@@ -121,7 +121,7 @@ async function classesInUse(tx: Tx, providerId: number, classIds: number[]): Pro
   return rows.map((r) => r.name);
 }
 
-async function classIdsByName(tx: Tx, wanted: string[]): Promise<Map<string, number>> {
+export async function classIdsByName(tx: Tx, wanted: string[]): Promise<Map<string, number>> {
   // A name PostgreSQL cannot store (NUL) names no class: leave it out rather than fail the query.
   const names = wanted.filter(canBeStored);
   if (names.length === 0) return new Map();

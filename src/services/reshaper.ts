@@ -17,9 +17,9 @@
 import { sql } from "drizzle-orm";
 import type { Tx } from "../db/database.js";
 import { replaceAllocations, type ConsumerAllocations } from "./allocations.js";
-import { lockConsumers } from "./consumers.js";
-import { GenerationConflict, ProviderNotFound } from "./errors.js";
-import { assertCapacity, inventoryRowsToLock, listInventories, setProviderInventories, type InventoryData } from "./inventories.js";
+import { consumerGenerationConflict, lockConsumers } from "./consumers.js";
+import { ClassNotFound, GenerationConflict, ProviderNotFound } from "./errors.js";
+import { assertCapacity, classIdsByName, inventoryRowsToLock, listInventories, setProviderInventories, type InventoryData } from "./inventories.js";
 import { lockProvidersForNoKeyUpdate, type ProviderRow } from "./providers.js";
 import { writeTransaction, type Store } from "./store.js";
 
@@ -64,6 +64,7 @@ async function reshapeIn(tx: Tx, inventories: readonly ProviderInventories[], al
     }
     assertCapacity(provider.uuid, inv.inventories, true, "reshape");
   }
+  await assertWritable(tx, consumers, providers, inventories, allocations);
 
   for (const inv of inventories) {
     if (inv.inventories.size === 0) continue;
@@ -80,6 +81,34 @@ async function reshapeIn(tx: Tx, inventories: readonly ProviderInventories[], al
   for (const inv of inventories) {
     await setProviderInventories(tx, current.get(inv.providerUuid)!, inv.inventories, "replace");
   }
+}
+
+/**
+ * The refusals Placement makes before it writes anything, in its order (a
+ * client that is wrong twice sees the same error from both): a stale consumer
+ * generation (409), then a provider of the allocations that does not exist,
+ * then a class of the new inventories that does not exist (400s). The steps
+ * below would find the last two too, but only after the interim inventories.
+ */
+async function assertWritable(
+  tx: Tx,
+  consumers: ReadonlyMap<string, { generation: number }>,
+  providers: ReadonlyMap<string, ProviderRow>,
+  inventories: readonly ProviderInventories[],
+  allocations: readonly ConsumerAllocations[],
+): Promise<void> {
+  for (const write of allocations) {
+    if (write.generation === undefined) continue;
+    const actual = consumers.get(write.consumerUuid)?.generation ?? null;
+    if (actual !== write.generation) throw consumerGenerationConflict(write.consumerUuid, actual, write.generation);
+  }
+  for (const uuid of allocations.flatMap((a) => Object.keys(a.allocations))) {
+    if (!providers.has(uuid)) throw new ProviderNotFound(uuid, "allocate");
+  }
+  const names = [...new Set(inventories.flatMap((inv) => [...inv.inventories.keys()]))];
+  const known = await classIdsByName(tx, names);
+  const unknown = names.find((name) => !known.has(name));
+  if (unknown !== undefined) throw new ClassNotFound(unknown, { in: "reshape" });
 }
 
 async function lockProvidersByUuid(tx: Tx, uuids: string[]): Promise<Map<string, ProviderRow>> {

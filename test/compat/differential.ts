@@ -4,6 +4,7 @@
  */
 import { compare, type Difference } from "./compare.js";
 import { knownBug } from "./exceptions.js";
+import { limitedAnswerFaults, limitOf, withoutLimit } from "./limited.js";
 import type { Exchange, Step } from "./model.js";
 import { applyRefresh, refreshRequest, type RefreshKind } from "./refresh.js";
 import { send, SideState, type Request, type Response } from "./request.js";
@@ -26,6 +27,13 @@ export interface SeedResult {
   steps: number;
   requests: number;
   findings: Finding[];
+}
+
+function traced(step: number, req: Request): boolean {
+  const trace = process.env.COMPAT_TRACE;
+  if (!trace) return false;
+  const pattern = /^\/(.+)\/$/.exec(trace)?.[1];
+  return pattern ? new RegExp(pattern).test(`${req.path} ${req.body ?? ""}`) : trace === String(step);
 }
 
 /** By default every provider's generation is compared every 50 steps; --sweep-every 1 finds the step that diverged. */
@@ -52,8 +60,9 @@ export async function runSeed(seed: number, steps: number, urls: { reference: st
     const rendered = sides.map((side) => side.render(template));
     const answers = await Promise.all(rendered.map((req, i) => send(baseUrls[i], req)));
     requests += 2;
-    // COMPAT_TRACE=<step>: print every request of that step with both answers (to trace a divergence).
-    if (process.env.COMPAT_TRACE === String(step)) console.log("TRACE", label, rendered[0].method, rendered[0].path, JSON.stringify(rendered[0].headers), rendered[0].body, "->", answers[0].status, answers[0].text.slice(0, 300), "| ours", answers[1].status, answers[1].text.slice(0, 300));
+    // COMPAT_TRACE=<step>: print every request of that step with both answers (to trace a divergence);
+    // COMPAT_TRACE=/regex/: every request whose path or body matches, at any step.
+    if (traced(step, rendered[0])) console.log(`TRACE step ${step}`, "TRACE", label, rendered[0].method, rendered[0].path, JSON.stringify(rendered[0].headers), rendered[0].body, "->", answers[0].status, answers[0].text.slice(0, 300), "| ours", answers[1].status, answers[1].text.slice(0, 300));
     beforeCompare?.(answers[0], answers[1]);
     const texts = answers.map((res, i) => sides[i].symbolise(res.text));
     const symbolised = answers.map((res, i) => {
@@ -63,15 +72,29 @@ export async function runSeed(seed: number, steps: number, urls: { reference: st
       return { ...res, headers, text: texts[i] };
     });
     const record: Exchange = { label, request: { ...rendered[0], path: template.path }, reference: symbolised[0], ours: symbolised[1] };
-    const differences = compare(symbolised[0], symbolised[1]);
+    const limit = limitOf(template.path);
+    const differences =
+      limit !== undefined && answers.every((a) => a.status === 200)
+        ? [...compare(symbolised[0], symbolised[1], { bodies: false }), ...(await limitedDifferences(template, texts, limit))]
+        : compare(symbolised[0], symbolised[1]);
     if (differences.length) {
-      const bug = knownBug(record, differences);
+      const bug = knownBug(record, differences, { retiredClasses: model.retiredClasses });
       const prefix = global && model.diverged && !bug ? "(after an earlier divergence) " : "";
       for (const d of differences) {
         findings.push({ cause: `${prefix}${label} | ${d.aspect}`, seed, step, exchange: record, differences, knownBug: bug?.anchor, after });
       }
     }
     return { answers, texts, agreed: differences.length === 0, record };
+  };
+
+  /** A limited candidates answer: both sides' unlimited answers compared, and each limited one checked against its own (limited.ts). */
+  const limitedDifferences = async (template: Request, limitedTexts: string[], limit: number): Promise<Difference[]> => {
+    const unlimited = await Promise.all(sides.map((side, i) => send(baseUrls[i], side.render({ ...template, path: withoutLimit(template.path) }))));
+    requests += 2;
+    const symbolised = unlimited.map((res, i) => ({ ...res, text: sides[i].symbolise(res.text) }));
+    const differences = compare(symbolised[0], symbolised[1]).map((d) => ({ ...d, aspect: `without its limit: ${d.aspect}` }));
+    if (differences.length || unlimited.some((res) => res.status !== 200)) return differences;
+    return sides.flatMap((side, i) => limitedAnswerFaults(side.name, limitedTexts[i], symbolised[i].text, limit));
   };
 
   const refresh = async (kind: RefreshKind, sym: string, write: Exchange): Promise<boolean> => {

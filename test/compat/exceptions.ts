@@ -4,12 +4,19 @@
  * heading's anchor); a test checks that the two lists are the same.
  */
 import type { Difference } from "./compare.js";
+import { isolatedAmountsAccumulate } from "./isolated-amounts.js";
 import type { Exchange } from "./model.js";
+
+/** What the workload knows beyond the exchange. */
+export interface BugContext {
+  /** Custom resource class names the run renamed away or deleted (see Model.retiredClasses). */
+  retiredClasses: ReadonlySet<string>;
+}
 
 export interface KnownBug {
   /** The anchor of the entry's heading in docs/placement-bugs.md. */
   anchor: string;
-  matches(exchange: Exchange, differences: Difference[]): boolean;
+  matches(exchange: Exchange, differences: Difference[], context: BugContext): boolean;
 }
 
 const versionOf = (exchange: Exchange): number => {
@@ -114,6 +121,32 @@ export const KNOWN_BUGS: KnownBug[] = [
     },
   },
   {
+    anchor: "isolate-sums-a-shared-providers-amount-more-than-once",
+    matches: (e, differences) =>
+      path(e).startsWith("/allocation_candidates?") &&
+      e.reference.status === 200 &&
+      e.ours.status === 200 &&
+      differences.every((d) => d.aspect.startsWith("body")) &&
+      isolatedAmountsAccumulate(path(e), e.reference.text, e.ours.text),
+  },
+  {
+    anchor: "a-sharing-provider-below-a-root-answers-500",
+    // The reference's detail is the bare KeyError: the internal id of the provider whose summary it never built.
+    matches: (e) =>
+      path(e).startsWith("/allocation_candidates?") &&
+      e.reference.status === 500 &&
+      /\\n\\n \d+ {2}"/.test(e.reference.text) &&
+      e.ours.status === 200,
+  },
+  {
+    anchor: "a-renamed-or-deleted-resource-class-lives-on-in-the-other-workers",
+    matches: (e, _differences, context) => {
+      if (e.ours.status !== 400 || e.reference.status === 400) return false;
+      const named = /No such resource class ([A-Z0-9_]+)/.exec(e.ours.text)?.[1];
+      return named !== undefined && context.retiredClasses.has(named);
+    },
+  },
+  {
     anchor: "a-deeply-nested-body-answers-500",
     matches: (e) => e.reference.status === 500 && e.ours.status === 400 && e.reference.text.includes("maximum recursion depth exceeded"),
   },
@@ -123,6 +156,6 @@ export const KNOWN_BUGS: KnownBug[] = [
   },
 ];
 
-export function knownBug(exchange: Exchange, differences: Difference[]): KnownBug | undefined {
-  return KNOWN_BUGS.find((bug) => bug.matches(exchange, differences));
+export function knownBug(exchange: Exchange, differences: Difference[], context: BugContext): KnownBug | undefined {
+  return KNOWN_BUGS.find((bug) => bug.matches(exchange, differences, context));
 }

@@ -37,6 +37,12 @@ export class Model {
   readonly consumers = new Map<string, Consumer>();
   readonly customClasses = new Set<string>();
   readonly customTraits = new Set<string>();
+  /**
+   * Custom classes renamed away or deleted on both sides: still asked for now
+   * and then (a client with a stale list does), and known to the reference's
+   * other worker processes (docs/placement-bugs.md).
+   */
+  readonly retiredClasses = new Set<string>();
   /** Once anything diverged, a list or candidates query may differ for that reason alone. */
   diverged = false;
   private counter = 0;

@@ -5,7 +5,7 @@
  * the port given, or on a free ephemeral one.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { freePort } from "../../src/net.js";
@@ -40,6 +40,8 @@ export async function startReference(adminUrl: string, dbName: string, port?: nu
       name: "reference",
       baseUrl: server.baseUrl,
       stop: async () => {
+        // COMPAT_REFERENCE_LOG=<file>: keep the reference's log (its tracebacks explain its 500s).
+        if (process.env.COMPAT_REFERENCE_LOG) copyFileSync(server.logFile, process.env.COMPAT_REFERENCE_LOG);
         await server.stop();
         await drop();
       },

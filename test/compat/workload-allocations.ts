@@ -248,6 +248,8 @@ export function candidates(c: Context): Step {
   const resources = (n: number) => r.some(classes(c), n).map((rc) => `${rc}:${amount()}`).join(",") || "VCPU:1";
   const labels: string[] = [];
   params.push(`resources=${resources(2)}`);
+  // A client with a stale list of classes asks for one that was renamed or deleted.
+  if (model.retiredClasses.size && r.chance(0.05)) params[0] += `,${r.pick([...model.retiredClasses])}:1`;
   if (v.minor >= 25 && r.chance(0.4)) {
     const groups = r.int(1, 3);
     for (let g = 1; g <= groups; g++) params.push(`resources${g}=${resources(1)}`);

@@ -384,7 +384,17 @@ export function resourceClassRoutes(c: Context): Step {
   }
   if (kind === "put") {
     if (v.minor >= 7) return { label: "PUT /resource_classes/{name}", request: request(r, "PUT", `/resource_classes/${fresh}`, v), after: created(fresh) };
-    return { label: "PUT /resource_classes/{name} [rename]", request: request(r, "PUT", `/resource_classes/${fresh}`, v, { name: `CUSTOM_R${r.int(1, 5)}` }) };
+    const renamed = `CUSTOM_R${r.int(1, 5)}`;
+    return {
+      label: "PUT /resource_classes/{name} [rename]",
+      request: request(r, "PUT", `/resource_classes/${fresh}`, v, { name: renamed }),
+      after: (ref, ours) => {
+        if (ref.status !== 200 || ours.status !== 200) return;
+        model.customClasses.delete(fresh);
+        model.retiredClasses.add(fresh);
+        model.customClasses.add(renamed);
+      },
+    };
   }
   if (kind === "list") return { label: "GET /resource_classes", request: request(r, "GET", "/resource_classes", v), global: true };
   const name = r.chance(0.7) && model.customClasses.size ? r.pick([...model.customClasses]) : r.pick(["VCPU", "CUSTOM_NOPE", "lower"]);
@@ -392,6 +402,10 @@ export function resourceClassRoutes(c: Context): Step {
   return {
     label: "DELETE /resource_classes/{name}",
     request: request(r, "DELETE", `/resource_classes/${name}`, v),
-    after: (ref, ours) => void (ref.status === 204 && ours.status === 204 && model.customClasses.delete(name)),
+    after: (ref, ours) => {
+      if (ref.status !== 204 || ours.status !== 204) return;
+      model.customClasses.delete(name);
+      model.retiredClasses.add(name);
+    },
   };
 }

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newUuid, startHarness, type Harness } from "../support/harness.js";
-import { generationOf, makeProvider, putInventories } from "../providers/support.js";
+import { expectError, generationOf, makeProvider, putInventories, snapshot } from "../providers/support.js";
 
 let t: Harness;
 beforeAll(async () => {
@@ -310,5 +310,66 @@ describe("HTML 406, as webob writes it", () => {
     const res = await t.request("GET", "/usages?project_id=p", { version: "1.13", headers: { accept: "text/html" } });
     expect(res.status).toBe(406);
     expect(res.text).toContain("(content of type text/html. <br /><br />\nOnly application/json is provided\n </body>");
+  });
+});
+
+describe("POST /reshaper: which refusal wins", () => {
+  // Placement checks consumer generations, then the allocations' providers, before it writes the
+  // interim inventories, where an unknown class is found; a body wrong in all three ways gets the 409.
+  it("a stale consumer generation, then an unknown provider, then an unknown class; nothing written", async () => {
+    const rp = await makeProvider(t);
+    await putInventories(t, rp, { VCPU: { total: 8 } });
+    const consumer = newUuid();
+    const put = await t.request("PUT", `/allocations/${consumer}`, {
+      version: "1.30",
+      body: { allocations: { [rp]: { resources: { VCPU: 1 } } }, project_id: "p", user_id: "u", consumer_generation: null },
+    });
+    expect(put.status).toBe(204);
+    const before = await snapshot(t);
+    const reshape = (generation: number, provider: string) =>
+      t.request("POST", "/reshaper", {
+        version: "1.30",
+        body: {
+          inventories: { [rp]: { resource_provider_generation: 2, inventories: { VCPU: { total: 8 }, CUSTOM_NOPE: { total: 4 } } } },
+          allocations: { [consumer]: { allocations: { [provider]: { resources: { VCPU: 1 } } }, project_id: "p", user_id: "u", consumer_generation: generation } },
+        },
+      });
+    const missing = newUuid();
+    const stale = await reshape(9999, missing);
+    expectError(stale, 409, "consumer generation conflict - expected 1 but got 9999", "placement.concurrent_update");
+    const unknownProvider = await reshape(1, missing);
+    expectError(unknownProvider, 400, `Allocation for resource provider '${missing}' that does not exist.`);
+    const unknownClass = await reshape(1, rp);
+    expectError(unknownClass, 400, "malformed reshaper data: No such resource class CUSTOM_NOPE.");
+    expect(await snapshot(t)).toEqual(before);
+  });
+});
+
+describe("GET /allocation_candidates naming a class or trait that does not exist", () => {
+  // Placement resolves names as its search reaches them: a search that found nothing first answers 200, empty.
+  it("is a 400 only when Placement's search gets as far as the name", async () => {
+    const rp = await makeProvider(t);
+    await putInventories(t, rp, { VCPU: { total: 8 } });
+    const aggregate = newUuid();
+    // A trait no root has, and an amount no provider of this file's database can give.
+    expect((await t.request("PUT", "/traits/CUSTOM_ON_NO_ROOT")).status).toBe(201);
+    const candidates = (query: string) => t.request("GET", `/allocation_candidates?${query}`, { version: "1.39" });
+    const empty = { allocation_requests: [], provider_summaries: {} };
+    const answers = {
+      "resources=VCPU:100000000&resources1=NOPE:1": empty,
+      [`resources=VCPU:1&member_of=${aggregate}&resources1=NOPE:1`]: empty,
+      [`resources=VCPU:1&member_of=${aggregate}&required=CUSTOM_NOPE`]: empty,
+      "resources=VCPU:1&root_required=CUSTOM_ON_NO_ROOT&resources1=NOPE:1": empty,
+      "resources=VCPU:1&resources1=NOPE:1": "No such resource class NOPE.",
+      "resources1=NOPE:1&resources=VCPU:100000000": "No such resource class NOPE.",
+      [`resources=NOPE:1&member_of=${aggregate}`]: "No such resource class NOPE.",
+      [`resources=VCPU:1&in_tree=${aggregate}&required=CUSTOM_NOPE`]: "No such trait(s): CUSTOM_NOPE.",
+      "resources=VCPU:1&root_required=CUSTOM_NOPE&resources1=VCPU:100000000": "No such trait(s): CUSTOM_NOPE.",
+    };
+    for (const [query, expected] of Object.entries(answers)) {
+      const res = await candidates(query);
+      if (typeof expected === "string") expectError(res, 400, expected);
+      else expect([res.status, res.body], query).toEqual([200, expected]);
+    }
   });
 });

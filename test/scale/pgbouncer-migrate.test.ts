@@ -10,6 +10,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../src/net.js";
 import { migrationsFolder } from "../../src/db/migrate.js";
 import { runPlacement } from "../support/cli-process.js";
 import { pgBouncerMissing, type PgBouncer } from "../support/clusters.js";
@@ -20,15 +21,13 @@ import { bouncerForTestDatabases, through } from "./support.js";
 const unavailable = pgBouncerMissing();
 if (unavailable) console.warn(`PgBouncer migrate tests skipped: ${unavailable}`);
 
-const BOUNCER_PORT = 20311;
-
 let bouncer: PgBouncer;
 let database: TestDatabase;
 
 describe.skipIf(unavailable !== undefined)("db migrate through PgBouncer in transaction mode", () => {
   beforeAll(async () => {
     // Two server connections for three migrators: each one's statements land on connections the others used.
-    bouncer = await bouncerForTestDatabases(BOUNCER_PORT, 2);
+    bouncer = await bouncerForTestDatabases(await freePort(), 2);
     database = await createTestDatabase({ migrated: false });
   }, 60_000);
 

@@ -8,6 +8,7 @@
  * show candidates, claims and the change feed working regardless.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../src/net.js";
 import { createProvider, type Provider } from "../allocations/fixtures.js";
 import { brokenInvariants, claimBody } from "../claims/support.js";
 import { pgBouncerMissing, type PgBouncer } from "../support/clusters.js";
@@ -17,7 +18,6 @@ import { bouncerForTestDatabases, through } from "./support.js";
 const unavailable = pgBouncerMissing();
 if (unavailable) console.warn(`PgBouncer tests skipped: ${unavailable}`);
 
-const BOUNCER_PORT = 20310;
 const CLIENTS = 80;
 
 let bouncer: PgBouncer;
@@ -26,7 +26,7 @@ let t: Harness;
 describe.skipIf(unavailable !== undefined)("through PgBouncer in transaction mode", () => {
   beforeAll(async () => {
     // Four server connections for eighty clients: each statement meets connections other clients prepared on.
-    bouncer = await bouncerForTestDatabases(BOUNCER_PORT, 4);
+    bouncer = await bouncerForTestDatabases(await freePort(), 4);
     t = await startHarness({
       poolSize: CLIENTS,
       config: { PLACEMENT_DB_POOLER: "transaction", PLACEMENT_DB_ACQUIRE_TIMEOUT_MS: 30_000 },

@@ -1,7 +1,7 @@
 /**
  * GET /allocation_candidates on a real streaming standby (PLACEMENT_READ_DATABASE_URL):
- * a primary made by initdb and a hot standby made by pg_basebackup -R, on this
- * engineer's spare ports. Shows that candidates are read there (a paused
+ * a primary made by initdb and a hot standby made by pg_basebackup -R, on free
+ * ports (so suites running at once on one machine do not meet). Shows that candidates are read there (a paused
  * standby answers without a provider the primary has, and the standby's
  * pg_stat_activity shows the statement), that a standby further behind than
  * PLACEMENT_READ_MAX_LAG_SECONDS is skipped for the primary and used again
@@ -11,6 +11,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../src/net.js";
 import { createApp } from "../../src/app.js";
 import { testConfig } from "../../src/config.js";
 import { NO_LIMITS, openDatabase, type Database } from "../../src/db/database.js";
@@ -22,10 +23,8 @@ import { runPlacement } from "../support/cli-process.js";
 import { clusterToolsMissing, startPrimary, startStandby, waitForReplay, type Cluster } from "../support/clusters.js";
 
 const missing = clusterToolsMissing();
-const PRIMARY_PORT = 20410;
-const STANDBY_PORT = 20411;
 /** Nothing listens here: a standby that was never there. */
-const NOBODY_PORT = 20419;
+let nobodyPort: number;
 /** The standby's reads carry this name, so its pg_stat_activity shows which sessions are the server's. */
 const READS_APP = "placement_replica_reads";
 
@@ -37,11 +36,12 @@ const opened: ReadReplicas[] = [];
 
 beforeAll(async () => {
   if (missing) return;
-  primary = await startPrimary({ port: PRIMARY_PORT });
+  nobodyPort = await freePort();
+  primary = await startPrimary({ port: await freePort() });
   const migrating = openDatabase(primary.url, 1, log);
   await runMigrations(migrating.pool);
   await migrating.close();
-  standby = await startStandby(primary, { port: STANDBY_PORT });
+  standby = await startStandby(primary, { port: await freePort() });
   await waitForReplay(primary, standby);
   database = openDatabase(primary.url, 5, log);
 }, 180_000);
@@ -173,8 +173,8 @@ describe.skipIf(missing !== undefined)(`read replicas on a real streaming standb
       expect((await candidates(server, 1)).uuids).toContain(written);
       expect(await servedBy(server.metrics)).toEqual({ primary: 1 });
       const scrape = await server.metrics.registry.metrics();
-      expect(scrape).toMatch(/placement_db_replica_usable\{replica="127\.0\.0\.1:20411\/postgres"\} 0/);
-      const lag = Number(/placement_db_replica_lag_seconds\{replica="127\.0\.0\.1:20411\/postgres"\} (\S+)/.exec(scrape)?.[1]);
+      expect(scrape).toContain(`placement_db_replica_usable{replica="127.0.0.1:${standby.port}/postgres"} 0`);
+      const lag = Number(new RegExp(`placement_db_replica_lag_seconds\\{replica="127\\.0\\.0\\.1:${standby.port}/postgres"\\} (\\S+)`).exec(scrape)?.[1]);
       expect(lag).toBeGreaterThan(1);
     } finally {
       await resume();
@@ -227,7 +227,7 @@ describe.skipIf(missing !== undefined)(`read replicas on a real streaming standb
   });
 
   it("answers every read from the primary when a standby was never there, in turn with one that is", async () => {
-    const nobody = `postgresql://postgres@127.0.0.1:${NOBODY_PORT}/postgres`;
+    const nobody = `postgresql://postgres@127.0.0.1:${nobodyPort}/postgres`;
     const server = await serverWith([nobody, standbyUrl("placement_replica_second")], 60);
     const fresh = await provider(server, 4);
     await waitForReplay(primary, standby);
@@ -252,14 +252,16 @@ describe.skipIf(missing !== undefined)(`read replicas on a real streaming standb
   });
 
   it("placement status measures each standby and warns of one the server would skip", async () => {
-    const nobody = `postgresql://postgres@127.0.0.1:${NOBODY_PORT}/postgres`;
+    const nobody = `postgresql://postgres@127.0.0.1:${nobodyPort}/postgres`;
     await waitForReplay(primary, standby);
     const run = await runPlacement(["status", "--json"], { DATABASE_URL: primary.url, PLACEMENT_READ_DATABASE_URL: `${standby.url},${nobody}` });
     const { checks } = JSON.parse(run.stdout) as { checks: Array<{ name: string; result: string; details: string }> };
     expect(run.code, run.stderr).toBe(1);
     const check = checks.find((c) => c.name === "Read replicas");
     expect(check?.result).toBe("Warning");
-    expect(check?.details).toMatch(/^127\.0\.0\.1:20411\/postgres serves reads \(streaming, \d+\.\d s behind\); 127\.0\.0\.1:20419\/postgres skipped \(unreachable: /);
+    expect(check?.details).toMatch(
+      new RegExp(`^127\\.0\\.0\\.1:${standby.port}/postgres serves reads \\(streaming, \\d+\\.\\d s behind\\); 127\\.0\\.0\\.1:${nobodyPort}/postgres skipped \\(unreachable: `),
+    );
     expect(check?.details).toMatch(/reads it would serve go to the primary \(bound: 5 s\)$/);
   });
 

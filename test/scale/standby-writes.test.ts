@@ -5,6 +5,7 @@
  * `placement db migrate` exits 1 naming PostgreSQL's own cause, 25006.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../src/net.js";
 import { createApp } from "../../src/app.js";
 import { testConfig } from "../../src/config.js";
 import { openDatabase, sessionLimits, type Database } from "../../src/db/database.js";
@@ -17,8 +18,6 @@ import { clusterToolsMissing, startPrimary, startStandby, waitForReplay, type Cl
 const unavailable = clusterToolsMissing();
 if (unavailable) console.warn(`standby tests skipped: ${unavailable}`);
 
-const PRIMARY_PORT = 20320;
-const STANDBY_PORT = 20321;
 const DB = "pooler_standby";
 
 let primary: Cluster;
@@ -35,12 +34,12 @@ const request = (method: string, path: string, body?: unknown) =>
 
 describe.skipIf(unavailable !== undefined)("pointed at a hot standby", () => {
   beforeAll(async () => {
-    primary = await startPrimary({ port: PRIMARY_PORT });
+    primary = await startPrimary({ port: await freePort() });
     await primary.query(`CREATE DATABASE ${DB}`);
     const migrator = openDatabase(primary.urlFor(DB), 1, createLogger("silent"));
     await runMigrations(migrator.pool);
     await migrator.close();
-    standby = await startStandby(primary, { port: STANDBY_PORT });
+    standby = await startStandby(primary, { port: await freePort() });
     await waitForReplay(primary, standby);
     const config = testConfig({ DATABASE_URL: standby.urlFor(DB) });
     const log = createLogger("silent");

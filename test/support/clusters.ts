@@ -3,9 +3,9 @@
  * ports from Debian's packages: a primary (initdb), a streaming standby of it
  * (pg_basebackup -R), and PgBouncer in front of any PostgreSQL.
  *
- *   const primary = await startPrimary({ port: 20320 });
- *   const standby = await startStandby(primary, { port: 20321 });
- *   const bouncer = await startPgBouncer({ port: 20322, target: { port: 5432 } });
+ *   const primary = await startPrimary({ port: await freePort() });
+ *   const standby = await startStandby(primary, { port: await freePort() });
+ *   const bouncer = await startPgBouncer({ port: await freePort(), target: { port: 5432 } });
  *   ... primary.url, standby.url, bouncer.urlFor("dbname")
  *   await Promise.all([bouncer.stop(), standby.stop(), primary.stop()]);
  *

@@ -3,8 +3,9 @@
  * transaction of the caller's) and generate candidates lazily. Placement's
  * semantics, reimplemented for speed:
  * 1. One lookup of the named classes, traits, aggregates and in_tree
- *    providers, with the cloud's shape (sql.ts lookupNames), and Placement's
- *    400s for unknown names.
+ *    providers, with the cloud's shape (sql.ts lookupNames); a request with
+ *    an unknown name gets Placement's 400 or its empty answer
+ *    (unknown-names.ts).
  * 2. A source of anchor trees: on a flat cloud flat-source.ts, one filter
  *    query that also takes the limit; otherwise general-source.ts, batches of
  *    trees loaded whole and planned in memory.
@@ -17,34 +18,20 @@
  * The one-statement path for flat clouds (flat-statement.ts) reads outside
  * any transaction and is chosen by the service (service.ts), not here.
  */
-import { ClassNotFound, TraitNotFound } from "../errors.js";
 import type { Queryable } from "../../db/database.js";
-import type { CandidatesQuery, RequestGroup } from "../../query/request-groups.js";
+import type { CandidatesQuery } from "../../query/request-groups.js";
 import { unique } from "../../query/values.js";
 import { isFlat, SHARING_TRAIT, type CloudShape } from "./cloud-shape.js";
 import { planFlat } from "./flat-source.js";
 import { generalSource, loadMembers } from "./general-source.js";
 import { emptyResult, generate, type CandidatesResult, type EngineOptions } from "./generate.js";
-import { lookupNames, type IdsByName } from "./sql.js";
+import { lookupNames } from "./sql.js";
+import { groupTraits, namesKnown, refuseUnknownName } from "./unknown-names.js";
 
 export type { CandidatesResult, EngineOptions, ProviderSummary } from "./generate.js";
 
 /** The engine's two sources; which one answers is decided from the cloud's shape unless a test forces it. */
 export type EnginePath = "flat-source" | "general";
-
-const groupTraits = (g: RequestGroup) => [...g.traits.required.flat(), ...g.traits.forbidden];
-
-/** Placement's 400s for unknown names, in its order: anchor traits, then each group's classes and traits. */
-export function checkNames(query: CandidatesQuery, names: IdsByName): void {
-  const { resourceClasses: rcIds, traits: tIds } = names;
-  for (const t of [...query.params.rootRequired, ...query.params.rootForbidden]) if (!tIds.has(t)) throw new TraitNotFound([t], "query");
-  for (const g of query.groups) {
-    for (const rc of g.resources.keys()) {
-      if (!rcIds.has(rc)) throw new ClassNotFound(rc, { in: "query" });
-    }
-    for (const t of groupTraits(g)) if (!tIds.has(t)) throw new TraitNotFound([t], "query");
-  }
-}
 
 export interface EngineAnswer {
   result: CandidatesResult;
@@ -66,11 +53,16 @@ export async function findCandidates(tx: Queryable, query: CandidatesQuery, opts
     unique(groups.flatMap((g) => [...g.aggregates.memberOf.flat(), ...g.aggregates.forbidden])),
     unique(groups.flatMap((g) => (g.inTree ? [g.inTree] : []))),
   );
-  checkNames(query, names);
   const flat = isFlat(names);
   const shape = { hasTrees: names.hasTrees, hasSharing: names.hasSharing };
   const rcNames = new Map([...names.resourceClasses].map(([name, id]) => [id, name]));
   const none = { result: emptyResult(rcNames), path: undefined, shape };
+  if (!namesKnown(query, names)) {
+    // Whether an unknown name is a 400 depends on what Placement's search found before reaching it.
+    const groupSearch = async (q: CandidatesQuery) => (await findCandidates(tx, q, { ...opts, onCandidate: undefined, randomize: false, path: undefined })).result.candidates.length > 0;
+    await refuseUnknownName(tx, query, names, groupSearch);
+    return none;
+  }
 
   // in_tree roots by group suffix; an unknown provider means no candidates at all.
   const treeRoots = new Map<string, number>();

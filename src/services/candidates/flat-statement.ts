@@ -10,8 +10,11 @@
  *
  * Why this shape:
  * - Capacity is one aggregation over `inventories` per provider, counting the
- *   requested classes that fit (`count(*) FILTER (...) >= n`), instead of a
- *   correlated check per provider and class. Usage is the row's own `used`
+ *   requested classes that fit (`count(r.id) >= n`, the rule in the join to
+ *   the requested classes), instead of a correlated check per provider and
+ *   class. The rule sits in the join rather than in a FILTER of the count:
+ *   every aggregate PostgreSQL evaluates per row costs about as much as the
+ *   rest of the pass, and in the join it is checked only on requested rows. Usage is the row's own `used`
  *   column (kept by triggers on allocations), so no allocation is read: the
  *   cost does not grow with the number of allocations. The requested classes
  *   are a small CTE hash-joined to each inventory row.
@@ -41,7 +44,12 @@
  * Rows: `k` 'c' (every resource class), 't'/'a' (a name asked for and its
  * id), 'n' (some provider has a parent), 's' (some provider shares), 'r' (an
  * in_tree provider and its root), 'e' (PostgreSQL's estimate of the number of
- * providers), 'x' (a candidate: id, details key, usage).
+ * providers), and one 'x' row: the number of candidates and all of them as
+ * one text, "id count version[ classId used ...]" per candidate (its id,
+ * details key and non-zero usage), comma-separated in id order. One value
+ * instead of a row per candidate: on the server, pg's handling of each row
+ * (message, array, a parser per field) cost more than scanning one string,
+ * and the scan reads numbers without making a string or a Map for each.
  */
 import { createHash } from "node:crypto";
 import type pg from "pg";
@@ -59,8 +67,8 @@ import type { IdsByName } from "./sql.js";
 export interface FlatAnchor {
   /** The kept object itself (the same object until the provider changes), so renderers can key on it. */
   details: ProviderDetails;
-  /** Usage by resource class id; classes without usage are absent (undefined when the provider has none). */
-  used: Map<number, number> | undefined;
+  /** Non-zero usage as [classId, used, classId, used, ...]; classes without usage are absent (undefined when the provider has none). */
+  used: readonly number[] | undefined;
 }
 
 export interface FlatAnswer {
@@ -172,16 +180,16 @@ export async function flatCandidates(
       SELECT ${ID} AS id, ${DETAILS_KEY_SQL("inv")} AS key,
              string_agg(inv.resource_class_id || ' ' || inv.used, ' ') FILTER (WHERE inv.used > 0) AS used
       FROM inventories inv
-      LEFT JOIN req r ON r.id = inv.resource_class_id
+      LEFT JOIN req r ON r.id = inv.resource_class_id AND ${canTakeSql("inv", { smallest: "r.lo", sum: "r.total", gcd: "r.g" })}
       WHERE NOT EXISTS (SELECT 1 FROM names WHERE k IN ('n', 's'))
         ${conditions.map((c) => `AND ${c}`).join("\n        ")}
       GROUP BY ${ID}
-      HAVING count(*) FILTER (WHERE ${canTakeSql("inv", { smallest: "r.lo", sum: "r.total", gcd: "r.g" })}) >= ${p(requests.size)}::int
+      HAVING count(r.id) >= ${p(requests.size)}::int
       ORDER BY ${ID}${sqlLimit === undefined ? "" : ` LIMIT ${p(sqlLimit)}::bigint`}
     )
-    SELECT k, id, s, NULL AS used FROM names
+    SELECT k, id, s FROM names
     UNION ALL
-    (SELECT 'x', a.id, a.key, a.used FROM anchor a ORDER BY a.id)`;
+    SELECT 'x', count(*)::int, string_agg(a.id || ' ' || a.key || coalesce(' ' || a.used, ''), ',' ORDER BY a.id) FROM anchor a`;
   // One prepared statement per request shape and connection; the name is the text's hash.
   const name = state.namedStatements ? `ac_flat_${createHash("sha1").update(text).digest("hex").slice(0, 16)}` : undefined;
   const statement = { name, text, values, rowMode: "array" as const };
@@ -222,11 +230,11 @@ export async function flatCandidates(
 function readRows(rows: unknown[][]) {
   const names: IdsByName = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), treeRoots: new Map(), hasTrees: false, hasSharing: false };
   const classNames = new Map<number, string>();
-  const candidates: Array<{ id: number; key: string; used: Map<number, number> | undefined }> = [];
+  let candidates: FlatRow[] = [];
   let providerEstimate: number | undefined;
   for (const row of rows) {
     const k = row[0] as string;
-    if (k === "x") candidates.push({ id: row[1] as number, key: row[2] as string, used: usageOf(row[3] as string | null) });
+    if (k === "x") candidates = readCandidates(row[2] as string | null, row[1] as number);
     else if (k === "c") {
       names.resourceClasses.set(row[2] as string, row[1] as number);
       classNames.set(row[1] as number, row[2] as string);
@@ -240,11 +248,55 @@ function readRows(rows: unknown[][]) {
   return { names, classNames, rows: candidates, providerEstimate };
 }
 
-/** "classId used classId used ..." (non-zero usage only) as a map. */
-function usageOf(compact: string | null): Map<number, number> | undefined {
-  if (compact === null) return undefined;
-  const f = compact.split(" ").map(Number);
-  const used = new Map<number, number>();
-  for (let i = 0; i < f.length; i += 2) used.set(f[i], f[i + 1]);
-  return used;
+interface FlatRow {
+  id: number;
+  key: string;
+  used: number[] | undefined;
+}
+
+const SPACE = 32;
+const COMMA_CODE = 44;
+
+/**
+ * The 'x' row's text (see the header): "id count version[ classId used ...]"
+ * per candidate, comma-separated; every number a non-negative integer. The
+ * key is the text of "count version" as DETAILS_KEY_SQL writes it.
+ */
+export function readCandidates(text: string | null, count: number): FlatRow[] {
+  if (text === null || count === 0) return [];
+  const out: FlatRow[] = new Array(count);
+  const n = text.length;
+  let i = 0;
+  // Reads the integer at i, leaving i on the character after it.
+  const int = (): number => {
+    let v = 0;
+    for (let c = text.charCodeAt(i); c >= 48 && c <= 57; c = text.charCodeAt(++i)) v = v * 10 + (c - 48);
+    return v;
+  };
+  // Steps over the space that must come next.
+  const space = () => {
+    if (text.charCodeAt(i++) !== SPACE) throw new Error(`unexpected candidates text at ${i - 1}`);
+  };
+  for (let k = 0; k < count; k++) {
+    if (i >= n) throw new Error("candidates text shorter than its count");
+    const id = int();
+    space();
+    const keyStart = i;
+    int();
+    space();
+    int();
+    const key = text.slice(keyStart, i);
+    let used: number[] | undefined;
+    while (i < n && text.charCodeAt(i) === SPACE) {
+      i++;
+      const classId = int();
+      space();
+      (used ??= []).push(classId, int());
+    }
+    if (i < n && text.charCodeAt(i) !== COMMA_CODE) throw new Error(`unexpected candidates text at ${i}`);
+    i++;
+    out[k] = { id, key, used };
+  }
+  if (i < n) throw new Error("candidates text longer than its count");
+  return out;
 }

@@ -21,11 +21,15 @@
  * `npm run bench -- claims --mode candidates --limit 1000`, and of single
  * large answers; the figures are in the README's bench section):
  * - A flat answer of a thousand candidates: PostgreSQL's one aggregation over
- *   every inventory row is the largest part; on the server, parsing its rows
- *   (pg-protocol), the HTTP layer (hono's middleware, node's parser and the
- *   socket write of the body) and writing the body each take a similar
- *   share, and writing the body is kept small by copying whole pieces per
- *   provider (routes/flat-candidates-body.ts). Nothing else stands out.
+ *   every inventory row is the largest part (each aggregate it computes per
+ *   provider costs about as much as another pass over the rows); on the
+ *   server, the HTTP layer (hono's middleware, node's parser and the socket
+ *   write of the body) and writing the body each take a similar share.
+ *   Writing the body is kept small by copying whole pieces per provider
+ *   (routes/flat-candidates-body.ts), and the candidates arrive as one text
+ *   value scanned in place rather than a row each (flat-statement.ts), which
+ *   took pg's per-row handling and a Map per provider out. Nothing else
+ *   stands out.
  * - The loop's PUT /allocations: its commit waits for the WAL flush while
  *   holding the change feed's commit-time lock (drizzle/0010), so concurrent
  *   claims commit one flush after another instead of sharing one; on a loaded
@@ -54,10 +58,11 @@ import type { Db, Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
 import { isFlat, ShapeHint } from "./cloud-shape.js";
 import type { Candidate } from "./combine.js";
-import { checkNames, findCandidates, type EngineOptions, type EnginePath } from "./engine.js";
+import { findCandidates, type EngineOptions, type EnginePath } from "./engine.js";
 import { flatCandidates, statementTakes, type FlatAnswer, type FlatStatementState } from "./flat-statement.js";
 import type { CandidatesResult, NamesById } from "./generate.js";
 import { ProviderDetailsCache } from "./provider-details.js";
+import { namesKnown } from "./unknown-names.js";
 
 export type CandidatesPath = "flat-statement" | EnginePath;
 
@@ -122,13 +127,13 @@ export class CandidatesService {
     if (statement) {
       if (!statementTakes(query)) throw new Error("the flat statement cannot take this request");
       const flat = await flatCandidates(this.db, this.flatState, query, { limit: this.cap(query), randomize });
-      checkNames(query, flat.names);
       this.shape.saw(flat.names);
-      if (isFlat(flat.names)) {
+      // An unknown name goes to the engine, which knows whether Placement refuses it (unknown-names.ts).
+      if (isFlat(flat.names) && namesKnown(query, flat.names)) {
         sink.flat(flat);
         return "flat-statement";
       }
-      if (forced) throw new Error("the flat statement cannot answer a cloud with trees or sharing providers");
+      if (forced && !isFlat(flat.names)) throw new Error("the flat statement cannot answer a cloud with trees or sharing providers");
     }
     const { result, path, shape } = await this.db.transaction(
       (tx) =>
