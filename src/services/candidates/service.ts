@@ -30,11 +30,16 @@
  *   value scanned in place rather than a row each (flat-statement.ts), which
  *   took pg's per-row handling and a Map per provider out. Nothing else
  *   stands out.
- * - The loop's PUT /allocations: its commit waits for the WAL flush while
- *   holding the change feed's commit-time lock (drizzle/0010), so concurrent
- *   claims commit one flush after another instead of sharing one; on a loaded
- *   two-core machine the client's own parsing of each answer also takes CPU
- *   from the server (bench/claims.ts parses only what its pick reads).
+ * - The loop as a whole is bound by CPU, not by waits: per claim the server
+ *   and PostgreSQL spend about as much CPU each, the query a little more
+ *   than the PUT on both sides. The PUT's PostgreSQL share is mostly its
+ *   triggers (the stored usage, the change feed's notes and, at commit, its
+ *   sequencing with each provider's state) and planning three unnamed
+ *   statements; on the server it is five round trips (BEGIN, three
+ *   statements, COMMIT) through drizzle. The WAL flush the commit waits for
+ *   under the feed's lock (drizzle/0010) is short on this disk next to that
+ *   CPU. The client's parsing of each answer also takes CPU from the same two
+ *   cores (bench/claims.ts parses only what its pick reads).
  * - A huge nested answer (tens of thousands of candidates): the depth-first
  *   search of combine.ts and writing each candidate (routes/candidates-body.ts)
  *   dominate, then garbage collection; the body leaves while the search goes
