@@ -2,7 +2,9 @@
 import type { z } from "zod";
 import type { AppContext } from "./context.js";
 import { badRequest, PlacementError } from "./errors.js";
+import { parseJsonText } from "./json-text.js";
 import { loadsPythonJsonBody, PythonJsonError } from "./python-json.js";
+import { decodeUtf8 } from "./python-utf8.js";
 import { validateBody } from "./validation.js";
 
 /** Placement's wording when the body is not JSON: "The media type X is not supported, use application/json". */
@@ -23,12 +25,11 @@ export function requireJsonContent(c: AppContext): void {
 
 /**
  * The body as Placement's json.loads reads it; a failure is its "Malformed
- * JSON" 400 with Python's message. The raw bytes, not text: a BOM and bytes
- * that are not UTF-8 are errors there, where a text decoder would drop or
- * replace them.
+ * JSON" 400 with Python's message. From the raw bytes, not text: a BOM and
+ * bytes that are not UTF-8 are errors there, where a text decoder would drop
+ * or replace them.
  */
-async function readJson(c: AppContext): Promise<unknown> {
-  const bytes = new Uint8Array(await c.req.arrayBuffer());
+function readJson(bytes: Uint8Array): unknown {
   try {
     return loadsPythonJsonBody(bytes);
   } catch (err) {
@@ -37,8 +38,9 @@ async function readJson(c: AppContext): Promise<unknown> {
   }
 }
 
-/** Reads, parses and validates a JSON body against `schema`. */
+/** Reads, parses and validates a JSON body against `schema`; a schema error shows the numbers as the client wrote them. */
 export async function readJsonBody<S extends z.ZodType>(c: AppContext, schema: S): Promise<z.output<S>> {
   requireJsonContent(c);
-  return validateBody(schema, await readJson(c));
+  const bytes = new Uint8Array(await c.req.arrayBuffer());
+  return validateBody(schema, readJson(bytes), () => parseJsonText(decodeUtf8(bytes)!));
 }

@@ -9,6 +9,8 @@
  */
 import type { z } from "zod";
 import { badRequest } from "./errors.js";
+import { NumberToken } from "./json-text.js";
+import { pythonFloatRepr } from "./python-float.js";
 
 /** Python's repr() of a JSON value, as jsonschema prints instances. */
 export function pyRepr(value: unknown): string {
@@ -16,6 +18,7 @@ export function pyRepr(value: unknown): string {
   if (value === true) return "True";
   if (value === false) return "False";
   if (typeof value === "number") return Number.isInteger(value) ? String(value) : pyFloat(value);
+  if (value instanceof NumberToken) return pyNumberLiteral(value.text);
   if (typeof value === "string") return pyString(value);
   if (Array.isArray(value)) return `[${value.map(pyRepr).join(", ")}]`;
   if (typeof value === "object") {
@@ -27,12 +30,30 @@ export function pyRepr(value: unknown): string {
 
 function pyFloat(n: number): string {
   if (!Number.isFinite(n)) return Number.isNaN(n) ? "nan" : n > 0 ? "inf" : "-inf";
-  return String(n);
+  return pythonFloatRepr(n);
 }
 
+/** A number as Python's json read it: an int keeps every digit ("-0" is 0), anything else is a float ("0.0", "inf"). */
+function pyNumberLiteral(literal: string): string {
+  return /^-?[0-9]+$/.test(literal) ? BigInt(literal).toString() : pyFloat(Number(literal));
+}
+
+/** What Python's str.isprintable() calls not printable (a space is printable), which repr() escapes. */
+const NON_PRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\p{Zs}]/gu;
+const NAMED_ESCAPES: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t", " ": " " };
+
+function pyEscape(char: string): string {
+  const named = NAMED_ESCAPES[char];
+  if (named !== undefined) return named;
+  const code = char.codePointAt(0)!;
+  const [prefix, width] = code < 0x100 ? ["x", 2] : code < 0x10000 ? ["u", 4] : ["U", 8];
+  return `\\${prefix}${code.toString(16).padStart(width, "0")}`;
+}
+
+/** Python's repr() of a str: quotes as Python picks them, lone surrogates and other unprintable characters escaped. */
 function pyString(s: string): string {
   const quote = s.includes("'") && !s.includes('"') ? '"' : "'";
-  const escaped = s.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/\r/g, "\\r").replace(/\t/g, "\\t");
+  const escaped = s.replace(/\\/g, "\\\\").replace(NON_PRINTABLE, pyEscape);
   return quote + (quote === "'" ? escaped.replace(/'/g, "\\'") : escaped) + quote;
 }
 
@@ -131,7 +152,9 @@ export function translateIssue(issue: Issue): Translated {
     case "not_multiple_of":
       return { message: `${pyRepr(input)} is not a multiple of ${String(issue.divisor)}`, validator: "multipleOf", path };
     case "custom": {
-      const params = (issue.params ?? {}) as { validator?: string };
+      const params = (issue.params ?? {}) as { validator?: string; types?: string[] };
+      // A list of types ("integer", "null") is printed from the input, which may be the number as written.
+      if (params.types) return { message: `${pyRepr(input)} is not of type ${params.types.map(pyRepr).join(", ")}`, validator: "type", path };
       return { message: issue.message, validator: params.validator ?? "custom", path };
     }
     default:
@@ -152,13 +175,16 @@ function instancePath(path: PropertyKey[]): string {
   return path.map((p) => `[${typeof p === "number" ? p : pyRepr(String(p))}]`).join("");
 }
 
+const memberAt = (root: unknown, path: readonly PropertyKey[]): unknown =>
+  path.reduce<unknown>(
+    (acc, key) => (acc !== null && typeof acc === "object" && !(acc instanceof NumberToken) ? (acc as Record<PropertyKey, unknown>)[key] : undefined),
+    root,
+  );
+
 /** Renders an issue the way str(jsonschema.ValidationError) does. */
 export function describeIssue(issue: Issue, root: unknown): string {
   const t = translateIssue(issue);
-  const instance = t.path.reduce<unknown>(
-    (acc, key) => (acc !== null && typeof acc === "object" ? (acc as Record<PropertyKey, unknown>)[key] : undefined),
-    root,
-  );
+  const instance = memberAt(root, t.path);
   return `${t.message}\n\nFailed validating ${pyRepr(t.validator)} in schema${schemaPath(t.path)}\n\nOn instance${instancePath(t.path)}:\n    ${pyRepr(instance)}`;
 }
 
@@ -176,9 +202,18 @@ export function bestMatch(issues: readonly z.core.$ZodIssue[]): Issue {
   return issues.reduce((best, i) => (better(i, best) ? i : best)) as Issue;
 }
 
-/** Validates a parsed JSON body; a failure is a 400 in Placement's wording. */
-export function validateBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+/**
+ * Validates a parsed JSON body; a failure is a 400 in Placement's wording.
+ * `asWritten` gives the same body with its numbers as written (json-text.ts),
+ * so the message shows them as Python does: 0.0 is not 0 there, and a large
+ * integer keeps its digits.
+ */
+export function validateBody<S extends z.ZodType>(schema: S, body: unknown, asWritten?: () => unknown): z.output<S> {
   const result = schema.safeParse(body, { reportInput: true });
   if (result.success) return result.data;
-  throw badRequest(`JSON does not validate: ${describeIssue(bestMatch(result.error.issues), body)}`);
+  const issue = bestMatch(result.error.issues);
+  if (!asWritten) throw badRequest(`JSON does not validate: ${describeIssue(issue, body)}`);
+  const written = asWritten();
+  const input = memberAt(written, issue.path);
+  throw badRequest(`JSON does not validate: ${describeIssue(input === undefined ? issue : ({ ...issue, input } as Issue), written)}`);
 }

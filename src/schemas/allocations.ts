@@ -5,11 +5,11 @@
  * forms (schemas/reshaper.ts).
  */
 import { z } from "zod";
-import { CONSUMER_TYPE, DASHED_UUID, EXTERNAL_ID, minProperties, RESOURCE_CLASS_NAME, UUID_KEY } from "./common.js";
+import { CONSUMER_TYPE, DASHED_UUID, EXTERNAL_ID, GENERATION, minProperties, RESOURCE_CLASS_NAME, UUID_KEY, zInteger, zNullableInteger } from "./common.js";
 import { versioned } from "./versioned.js";
 
 const MAPPING_SUFFIX = z.string().regex(/^[a-zA-Z0-9_-]{0,64}$/);
-const RESOURCES = minProperties(z.record(RESOURCE_CLASS_NAME, z.int().min(1)), 1);
+const RESOURCES = minProperties(z.record(RESOURCE_CLASS_NAME, zInteger({ min: 1 })), 1);
 
 /** 1.0 - 1.7: a list of {resource_provider: {uuid}, resources}. */
 export const PUT_ALLOCATIONS_V1_0 = z.strictObject({
@@ -27,7 +27,7 @@ export const PUT_ALLOCATIONS_V1_0 = z.strictObject({
 export const PUT_ALLOCATIONS_V1_8 = PUT_ALLOCATIONS_V1_0.extend({ project_id: EXTERNAL_ID, user_id: EXTERNAL_ID });
 
 /** Provider uuid to {resources, optional generation}: the shape GET returns, so it can be sent back. */
-const ALLOCATIONS_DICT = z.record(UUID_KEY, z.strictObject({ generation: z.int().optional(), resources: RESOURCES }));
+const ALLOCATIONS_DICT = z.record(UUID_KEY, z.strictObject({ generation: GENERATION.optional(), resources: RESOURCES }));
 
 /** 1.12: allocations keyed by provider uuid. */
 export const PUT_ALLOCATIONS_V1_12 = z.strictObject({
@@ -40,7 +40,7 @@ export const PUT_ALLOCATIONS_V1_12 = z.strictObject({
 const DELETABLE_ALLOCATIONS = PUT_ALLOCATIONS_V1_12.extend({ allocations: ALLOCATIONS_DICT });
 
 /** 1.28: consumer_generation is required (null for a new consumer); PUT may now send empty allocations. */
-export const PUT_ALLOCATIONS_V1_28 = DELETABLE_ALLOCATIONS.extend({ consumer_generation: z.int().nullable() });
+export const PUT_ALLOCATIONS_V1_28 = DELETABLE_ALLOCATIONS.extend({ consumer_generation: zNullableInteger() });
 
 /** 1.34: the mappings of an allocation candidate may be sent back (accepted, not stored, as in Placement). */
 export const PUT_ALLOCATIONS_V1_34 = PUT_ALLOCATIONS_V1_28.extend({

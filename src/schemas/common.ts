@@ -31,18 +31,35 @@ export const EXTERNAL_ID = z.string().min(1).max(255);
 /**
  * JSON Schema's "type": "integer". z.int() reports a string or a boolean as
  * "expected number", which would render as "is not of type 'number'";
- * jsonschema (and so Placement's clients) say 'integer'.
+ * jsonschema (and so Placement's clients) say 'integer', for NaN and the
+ * infinities too (Python's json reads them). The bounds are the schema's
+ * own, not z.int()'s safe-integer range, so 1e30 is "greater than the
+ * maximum of 2147483647" as there; without a maximum, integers beyond the
+ * safe range are still refused: a double cannot hold them exactly.
  */
 export function zInteger(bounds: { min?: number; max?: number } = {}) {
-  let inner = z.int();
+  let inner = z.number().max(bounds.max ?? Number.MAX_SAFE_INTEGER);
   if (bounds.min !== undefined) inner = inner.min(bounds.min);
-  if (bounds.max !== undefined) inner = inner.max(bounds.max);
   return z
     .unknown()
     .superRefine((value, ctx) => {
-      if (typeof value !== "number") ctx.addIssue({ code: "invalid_type", expected: "int", input: value, message: "not an integer" });
+      if (!Number.isInteger(value)) ctx.addIssue({ code: "invalid_type", expected: "int", input: value, message: "not an integer" });
     })
     .pipe(inner);
+}
+
+/** "type": ["integer", "null"] (consumer_generation), worded as jsonschema words a list of types. */
+export function zNullableInteger() {
+  return z
+    .unknown()
+    .superRefine((value, ctx) => {
+      // A missing member is zod's invalid_type, which reads "is a required property".
+      if (value === undefined) ctx.addIssue({ code: "invalid_type", expected: "int", input: value, message: "required" });
+      else if (value !== null && !Number.isInteger(value)) {
+        ctx.addIssue({ code: "custom", input: value, message: "not an integer or null", params: { validator: "type", types: ["integer", "null"] } });
+      }
+    })
+    .pipe(z.number().max(Number.MAX_SAFE_INTEGER).nullable());
 }
 
 /** A provider generation the client saw (resource_provider_generation). */

@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { INVENTORY_DEFAULTS, MAX_INT, type InventoryData } from "../services/inventories.js";
+import { pyRepr } from "../http/validation.js";
 import { GENERATION, RESOURCE_CLASS_NAME, zInteger } from "./common.js";
 import { versioned } from "./versioned.js";
 
@@ -14,6 +15,23 @@ import { versioned } from "./versioned.js";
 const SQL_SP_FLOAT_MAX = 3.40282e38;
 
 const amount = (min: number) => zInteger({ min, max: MAX_INT });
+
+/**
+ * No lower bound, as in Placement: a ratio of 0 is how an operator stops new
+ * allocations on a class without removing its inventory. Python's json reads
+ * Infinity (and 1e400 as infinity), which is over the maximum there too; NaN
+ * and -Infinity pass Placement's schema and end in a 500 when it computes the
+ * capacity, so they are refused here as numbers that are not finite.
+ */
+const ALLOCATION_RATIO = z
+  .unknown()
+  .superRefine((value, ctx) => {
+    if (value === Infinity) ctx.addIssue({ code: "too_big", origin: "number", maximum: SQL_SP_FLOAT_MAX, inclusive: true, input: value, message: "too big" });
+    else if (Number.isNaN(value) || value === -Infinity) {
+      ctx.addIssue({ code: "custom", input: value, message: `${pyRepr(value)} is not a finite number`, params: { validator: "type" } });
+    }
+  })
+  .pipe(z.number().max(SQL_SP_FLOAT_MAX));
 
 /** One inventory record; resource_provider_generation may be sent but only the single-record PUT requires it. */
 export const INVENTORY_RECORD = z.strictObject({
@@ -23,9 +41,7 @@ export const INVENTORY_RECORD = z.strictObject({
   min_unit: amount(1).optional(),
   max_unit: amount(1).optional(),
   step_size: amount(1).optional(),
-  // No lower bound, as in Placement: a ratio of 0 is how an operator stops new
-  // allocations on a class without removing its inventory.
-  allocation_ratio: z.number().max(SQL_SP_FLOAT_MAX).optional(),
+  allocation_ratio: ALLOCATION_RATIO.optional(),
 });
 
 export type InventoryRecord = z.output<typeof INVENTORY_RECORD>;

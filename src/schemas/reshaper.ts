@@ -1,12 +1,12 @@
 /** POST /reshaper (1.30), as Placement's schemas/reshaper.py: several providers' inventories and consumers' allocations. */
 import { z } from "zod";
 import { byConsumer, PUT_ALLOCATIONS_V1_28, PUT_ALLOCATIONS_V1_34, PUT_ALLOCATIONS_V1_38, type ParsedConsumerBody } from "./allocations.js";
-import { minProperties, RESOURCE_CLASS_NAME, UUID_KEY } from "./common.js";
+import { GENERATION, minProperties, RESOURCE_CLASS_NAME, UUID_KEY } from "./common.js";
 import { INVENTORY_RECORD, type InventoryRecord } from "./inventories.js";
 import { versioned } from "./versioned.js";
 
 const PROVIDER_INVENTORIES = z.strictObject({
-  resource_provider_generation: z.int(),
+  resource_provider_generation: GENERATION,
   inventories: z.record(RESOURCE_CLASS_NAME, INVENTORY_RECORD),
 });
 

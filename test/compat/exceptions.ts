@@ -164,6 +164,10 @@ export const KNOWN_BUGS: KnownBug[] = [
       return change !== undefined && change <= 0;
     },
   },
+  {
+    anchor: "a-nan-or-negative-infinite-allocation-ratio-answers-500",
+    matches: (e) => e.reference.status === 500 && e.ours.status === 400 && /cannot convert float (NaN|infinity) to integer/.test(e.reference.text),
+  },
 ];
 
 export function knownBug(exchange: Exchange, differences: Difference[], context: BugContext): KnownBug | undefined {

@@ -2,8 +2,10 @@
  * Malformed request bodies, sent byte for byte to the real Placement and to
  * this server: the same status and the same detail ("Malformed JSON: " and
  * Python's message with its position) on every route that reads a body.
- * Bodies Placement answers with a 500 (nesting past its recursion limit) get
- * a 400 here, as docs/placement-bugs.md says.
+ * Bodies that are JSON only for Python (NaN, Infinity) get the same schema
+ * error. Bodies Placement answers with a 500 (nesting past its recursion
+ * limit, a NaN allocation ratio) get a 400 here, as docs/placement-bugs.md
+ * says.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
@@ -64,6 +66,53 @@ const MALFORMED: [string, Uint8Array][] = [
   ["an overlong encoding", bytes(0xc0, 0xaf)],
   ["Latin-1 text", new Uint8Array([...text('{"name": "caf'), 0xe9, ...text('"}')])],
   ["as deep as Python reads, then cut off", text("[".repeat(954))],
+];
+
+const inventory = (record: string) => `{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8, ${record}}}}`;
+const allocation = (resources: string, generation = "null") =>
+  `{"allocations": {"${RP}": {"resources": {${resources}}}}, "project_id": "p", "user_id": "u", "consumer_generation": ${generation}, "consumer_type": "INSTANCE"}`;
+
+/**
+ * Bodies Python's json reads and its schemas refuse: NaN and the infinities,
+ * numbers whose kind shows in the message (0.0, 1e2 is 100.0, a 30-digit
+ * integer), strings repr() escapes. Placement's message up to its schema dump.
+ */
+const READ_THEN_REFUSED: [string, string, string][] = [
+  ["POST", "/resource_classes", "NaN"],
+  ["POST", "/resource_classes", "-Infinity"],
+  ["POST", "/resource_classes", '{"name": NaN}'],
+  ["POST", "/resource_classes", '{"name": Infinity}'],
+  ["POST", "/resource_classes", '{"name": 1e400}'],
+  ["POST", "/resource_classes", '{"name": 0.0}'],
+  ["POST", "/resource_classes", '{"name": -0.0}'],
+  ["POST", "/resource_classes", '{"name": 1e2}'],
+  ["POST", "/resource_classes", '{"name": 123456789012345678901234567890}'],
+  ["POST", "/resource_classes", '{"name": [1.0, -0, 2.50, 1E-7, 2.5e20]}'],
+  ["POST", "/resource_classes", '{"name": "CUSTOM_A", "name": 1.0}'],
+  ["POST", "/resource_classes", '{"name": "CUSTOM_\\ud800"}'],
+  ["POST", "/resource_classes", '{"name": "CUSTOM_\\u00a0\\u200b\\u0001\\u2028"}'],
+  ["POST", "/resource_classes", '{"name": "CUSTOM_é😀"}'],
+  ["POST", "/resource_classes", '{"name": "it\'s"}'],
+  ["POST", "/resource_providers", '{"name": 1e2}'],
+  ["PUT", `/resource_providers/${RP}/inventories`, inventory('"reserved": NaN')],
+  ["PUT", `/resource_providers/${RP}/inventories`, inventory('"max_unit": Infinity')],
+  ["PUT", `/resource_providers/${RP}/inventories`, inventory('"min_unit": -1e400')],
+  ["PUT", `/resource_providers/${RP}/inventories`, inventory('"step_size": 0.0')],
+  ["PUT", `/resource_providers/${RP}/inventories`, inventory('"reserved": 123456789012345678901234567890')],
+  ["PUT", `/resource_providers/${RP}/inventories`, inventory('"allocation_ratio": Infinity')],
+  ["PUT", `/resource_providers/${RP}/inventories`, inventory('"allocation_ratio": 1e400')],
+  ["PUT", `/resource_providers/${RP}/inventories/VCPU`, '{"resource_provider_generation": NaN, "total": 8}'],
+  ["POST", `/resource_providers/${RP}/inventories`, '{"resource_class": "VCPU", "total": -Infinity}'],
+  ["PUT", `/resource_providers/${RP}/traits`, '{"resource_provider_generation": Infinity, "traits": []}'],
+  ["PUT", `/resource_providers/${RP}/aggregates`, '{"resource_provider_generation": NaN, "aggregates": []}'],
+  ["PUT", `/allocations/${CONSUMER}`, allocation('"VCPU": NaN')],
+  ["PUT", `/allocations/${CONSUMER}`, allocation('"VCPU": 0.0')],
+  ["PUT", `/allocations/${CONSUMER}`, allocation('"VCPU": 1', "Infinity")],
+  ["PUT", `/allocations/${CONSUMER}`, allocation('"VCPU": 1', "1.5")],
+  ["PUT", `/allocations/${CONSUMER}`, allocation('"VCPU": 1').replace(', "consumer_generation": null', "")],
+  ["POST", "/allocations", `{"${CONSUMER}": ${allocation('"VCPU": -Infinity')}}`],
+  ["POST", "/reshaper", `{"inventories": {"${RP}": {"resource_provider_generation": NaN, "inventories": {}}}, "allocations": {}}`],
+  ["POST", "/reshaper", `{"inventories": {"${RP}": {"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 0.0}}}}, "allocations": {}}`],
 ];
 
 interface Sent {
@@ -164,6 +213,27 @@ describe.skipIf(!!missing)(`malformed bodies answer as Placement's${missing ? ` 
     }
     expect(differing).toEqual([]);
     expect([await generation(reference.baseUrl), await generation(ours.baseUrl)]).toEqual(before);
+  });
+
+  it("answers bodies Python reads but the schema refuses with Placement's message, numbers in their written kind", { timeout: 120_000 }, async () => {
+    const firstPart = (a: Answer) => ({ status: a.status, detail: a.detail.replace(/ {2}Failed validating .*$/s, "") });
+    const differing: unknown[] = [];
+    for (const [method, path, body] of READ_THEN_REFUSED) {
+      const answers = await both({ method, path, version: "1.39" }, text(body));
+      expect(answers.reference.detail, body).toMatch(/JSON does not validate: /);
+      if (JSON.stringify(firstPart(answers.reference)) !== JSON.stringify(firstPart(answers.ours))) differing.push({ body, ...answers });
+    }
+    expect(differing).toEqual([]);
+  });
+
+  it("refuses an allocation_ratio of NaN or -Infinity with a 400 where Placement answers 500", { timeout: 60_000 }, async () => {
+    for (const ratio of ["NaN", "-Infinity", "-1e400"]) {
+      const answers = await both({ method: "PUT", path: `/resource_providers/${RP}/inventories`, version: "1.39" }, text(inventory(`"allocation_ratio": ${ratio}`)));
+      expect(answers.reference.status).toBe(500);
+      expect(answers.reference.detail).toMatch(/cannot convert float (NaN|infinity) to integer/);
+      expect(answers.ours.status).toBe(400);
+      expect(answers.ours.detail).toMatch(/JSON does not validate: (nan|-inf) is not a finite number/);
+    }
   });
 
   it("refuses nesting past Placement's recursion limit with a 400 where Placement answers 500", { timeout: 60_000 }, async () => {
