@@ -12,22 +12,16 @@
  * as symbols in order of first appearance (the driver's own uuids get their
  * names, for readable diffs).
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { pythonModulesUnavailable } from "../support/debian.js";
 import { startLiveServer, type LiveServer } from "../support/live-server.js";
 import { referenceUnavailable, startReferencePlacement, type ReferencePlacement } from "../support/reference-placement.js";
 
 const DRIVER = new URL("./nova-driver.py", import.meta.url).pathname;
 
-function novaUnavailable(): string | undefined {
-  const check = () => spawnSync("/usr/bin/python3", ["-c", "import nova.scheduler.client.report, openstack"]).status === 0;
-  if (check()) return undefined;
-  spawnSync("bash", ["-c", "flock /work/wt/apt.lock apt-get install -y -q python3-nova || apt-get install -y -q python3-nova"], { stdio: "ignore" });
-  return check() ? undefined : "python3-nova (Nova's placement report client) cannot be installed";
-}
-
-const missing = referenceUnavailable() ?? novaUnavailable();
+const missing = referenceUnavailable() ?? pythonModulesUnavailable("nova.scheduler.client.report, openstack", "python3-nova", "Nova's placement report client");
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 

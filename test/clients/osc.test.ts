@@ -9,22 +9,16 @@
  * request ids, and jsonschema's dump of Placement's own schema objects after
  * "Failed validating" in a 400's message.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { pythonModulesUnavailable } from "../support/debian.js";
 import { startLiveServer, type LiveServer } from "../support/live-server.js";
 import { referenceUnavailable, startReferencePlacement, type ReferencePlacement } from "../support/reference-placement.js";
 
 const DRIVER = new URL("./osc-driver.py", import.meta.url).pathname;
 
-function oscUnavailable(): string | undefined {
-  const check = () => spawnSync("/usr/bin/python3", ["-c", "import openstackclient.shell, osc_placement"]).status === 0;
-  if (check()) return undefined;
-  spawnSync("bash", ["-c", "flock /work/wt/apt.lock apt-get install -y -q python3-osc-placement || apt-get install -y -q python3-osc-placement"], { stdio: "ignore" });
-  return check() ? undefined : "python3-osc-placement (the openstack CLI's placement plugin) cannot be installed";
-}
-
-const missing = referenceUnavailable() ?? oscUnavailable();
+const missing = referenceUnavailable() ?? pythonModulesUnavailable("openstackclient.shell, osc_placement", "python3-osc-placement", "the openstack CLI's placement plugin");
 
 const CN = "5e4c1d8e-8f7e-4a51-9a0a-6a1c4cf6a001";
 const NUMA = "5e4c1d8e-8f7e-4a51-9a0a-6a1c4cf6a002";

@@ -3,10 +3,10 @@
  * a fresh database of its own, on the local PostgreSQL or MariaDB, for the
  * import tests.
  */
-import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import mysql from "mysql2/promise";
 import pg from "pg";
+import { pythonModulesUnavailable } from "../support/debian.js";
 import { adminStatement, startReferencePlacement } from "../support/reference-placement.js";
 
 export { referenceUnavailable } from "../support/reference-placement.js";
@@ -22,10 +22,8 @@ export interface Reference {
 
 /** Why MariaDB cannot be used, or undefined; installs the Python driver upstream needs when it can. */
 export async function mariadbUnavailable(): Promise<string | undefined> {
-  if (spawnSync("/usr/bin/python3", ["-c", "import pymysql"]).status !== 0) {
-    spawnSync("bash", ["-c", "flock /work/wt/apt.lock apt-get install -y -q python3-pymysql || apt-get install -y -q python3-pymysql"], { stdio: "ignore" });
-    if (spawnSync("/usr/bin/python3", ["-c", "import pymysql"]).status !== 0) return "python3-pymysql (upstream's MySQL driver) cannot be installed";
-  }
+  const driver = pythonModulesUnavailable("pymysql", "python3-pymysql", "upstream's MySQL driver");
+  if (driver) return driver;
   try {
     const c = await mysql.createConnection(MARIADB_ADMIN_URL);
     await c.end();

@@ -15,6 +15,7 @@ import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync 
 import os from "node:os";
 import path from "node:path";
 import { freePort } from "../../src/net.js";
+import { installDebianPackages } from "./debian.js";
 
 export interface KeystoneUser {
   name: string;
@@ -37,13 +38,7 @@ export interface RealKeystone {
 /** Why Keystone cannot run here (after trying to install it), or undefined when it can. */
 export function keystoneUnavailable(): string | undefined {
   const need = ["/usr/bin/keystone-manage", "/usr/bin/keystone-wsgi-public", "/usr/bin/uwsgi"];
-  if (need.some((f) => !existsSync(f))) {
-    spawnSync(
-      "bash",
-      ["-c", "DEBIAN_FRONTEND=noninteractive flock /work/wt/apt.lock apt-get install -y -q keystone uwsgi-core uwsgi-plugin-python3 2>/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q keystone uwsgi-core uwsgi-plugin-python3"],
-      { stdio: "ignore", timeout: 600_000 },
-    );
-  }
+  if (need.some((f) => !existsSync(f))) installDebianPackages(["keystone", "uwsgi-core", "uwsgi-plugin-python3"]);
   const missing = need.filter((f) => !existsSync(f));
   return missing.length > 0 ? `${missing.join(", ")} not installed (apt-get install keystone uwsgi-core uwsgi-plugin-python3 failed)` : undefined;
 }
