@@ -28,7 +28,7 @@ import { AllocationsNotFound, CapacityExceeded, ClassNotFound, ProviderNotFound,
 import { getProviderByUuid, type ProviderRow } from "./providers.js";
 import { writeTransaction, type Store } from "./store.js";
 import { inventoryRowsToLock, type InventoryData } from "./inventories.js";
-import { consumerGenerationConflict, deleteConsumersWithoutAllocations, lockConsumers, upsertConsumers } from "./consumers.js";
+import { checkConsumerGeneration, deleteConsumersWithoutAllocations, lockConsumers, upsertConsumers } from "./consumers.js";
 import { capacityOf, hasRoomFor, hasRoomForSql, unitsAllow, unitsAllowSql } from "./rules/capacity.js";
 
 /** Amounts by resource class name. */
@@ -105,10 +105,7 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
   const rows = writes.map((w) => {
     const row = locked.get(w.consumerUuid);
     if (!row) throw new Error(`consumer ${w.consumerUuid} neither locked nor created`);
-    if (w.generation !== undefined) {
-      if (!row.created && row.generation !== w.generation) throw consumerGenerationConflict(w.consumerUuid, row.generation, w.generation);
-      if (row.created && w.generation !== null) throw consumerGenerationConflict(w.consumerUuid, null, w.generation);
-    }
+    checkConsumerGeneration(w.consumerUuid, row.created ? null : row.generation, w.generation);
     return row;
   });
 

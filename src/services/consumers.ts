@@ -133,6 +133,15 @@ export function consumerGenerationConflict(uuid: string, actual: number | null, 
   return new GenerationConflict({ of: "consumer", uuid, actual, given });
 }
 
+/**
+ * A write's consumer_generation against the consumer's (`actual` null: it
+ * does not exist yet, so only null matches); undefined (before 1.28) checks
+ * nothing. A mismatch is the 409.
+ */
+export function checkConsumerGeneration(uuid: string, actual: number | null, given: number | null | undefined): void {
+  if (given !== undefined && actual !== given) throw consumerGenerationConflict(uuid, actual, given);
+}
+
 /** Placement removes a consumer once it holds nothing; so do we, in the same transaction as the write that emptied it. */
 export async function deleteConsumersWithoutAllocations(tx: Tx, ids: readonly number[]): Promise<void> {
   if (ids.length === 0) return;

@@ -17,7 +17,7 @@
 import { sql } from "drizzle-orm";
 import type { Tx } from "../db/database.js";
 import { replaceAllocations, type ConsumerAllocations } from "./allocations.js";
-import { consumerGenerationConflict, lockConsumers } from "./consumers.js";
+import { checkConsumerGeneration, lockConsumers } from "./consumers.js";
 import { ClassNotFound, GenerationConflict, ProviderNotFound } from "./errors.js";
 import { assertCapacity, classIdsByName, inventoryRowsToLock, listInventories, setProviderInventories, type InventoryData } from "./inventories.js";
 import { lockProvidersForNoKeyUpdate, type ProviderRow } from "./providers.js";
@@ -97,11 +97,7 @@ async function assertWritable(
   inventories: readonly ProviderInventories[],
   allocations: readonly ConsumerAllocations[],
 ): Promise<void> {
-  for (const write of allocations) {
-    if (write.generation === undefined) continue;
-    const actual = consumers.get(write.consumerUuid)?.generation ?? null;
-    if (actual !== write.generation) throw consumerGenerationConflict(write.consumerUuid, actual, write.generation);
-  }
+  for (const write of allocations) checkConsumerGeneration(write.consumerUuid, consumers.get(write.consumerUuid)?.generation ?? null, write.generation);
   for (const uuid of allocations.flatMap((a) => Object.keys(a.allocations))) {
     if (!providers.has(uuid)) throw new ProviderNotFound(uuid, "allocate");
   }

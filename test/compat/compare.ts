@@ -46,7 +46,7 @@ const UNORDERED_NAMES = new Set(["traits", "aggregates"]);
 const UNORDERED_RECORDS = new Set(["resource_providers", "allocation_requests", "allocations"]);
 
 /** A sort key for any JSON value: members in name order, numbers as written. */
-const canonical = (value: JsonText): string =>
+export const canonical = (value: unknown): string =>
   JSON.stringify(value, (_key, v: unknown) =>
     v && typeof v === "object" && !Array.isArray(v) && !(v instanceof NumberToken)
       ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))

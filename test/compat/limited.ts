@@ -13,7 +13,7 @@
  *   (Placement keeps a summary when its root is the root of a provider in a
  *   kept request), each as in the unlimited answer.
  */
-import type { Difference } from "./compare.js";
+import { canonical, type Difference } from "./compare.js";
 
 interface Summary {
   root_provider_uuid?: string;
@@ -43,12 +43,6 @@ export function withoutLimit(path: string): string {
 
 const providersOf = (request: CandidatesBody["allocation_requests"][number]): string[] =>
   Array.isArray(request.allocations) ? request.allocations.map((a) => a.resource_provider.uuid) : Object.keys(request.allocations);
-
-/** Stable text of a JSON value, members in name order (the two bodies come from one server, so number texts agree). */
-const canonical = (value: unknown): string =>
-  JSON.stringify(value, (_key, v: unknown) =>
-    v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1))) : v,
-  );
 
 /** What is wrong with one server's limited answer against its own unlimited one (empty when it is a valid limited answer). */
 export function limitedAnswerFaults(side: string, limitedText: string, unlimitedText: string, limit: number): Difference[] {

@@ -10,6 +10,7 @@
  *    (unknown: 400); providers in its member_of aggregates (none: no
  *    candidates); its traits (unknown: 400); then its search (nothing: no
  *    candidates, and the later groups are never looked at).
+ * The trait and aggregate conditions are the rules' own (rules/memberships.ts).
  * So `resources=VCPU:1&member_of=<an empty aggregate>&resources1=NOPE:1` is
  * a 200 with nothing in it, and the same with a populated aggregate a 400.
  *
@@ -21,6 +22,8 @@ import { sql } from "drizzle-orm";
 import type { Queryable } from "../../db/database.js";
 import type { CandidatesQuery, RequestGroup } from "../../query/request-groups.js";
 import { ClassNotFound, TraitNotFound } from "../errors.js";
+import { expressionSql, idsSql } from "../rules/memberships.js";
+import { rootTraitExpression } from "../rules/trees.js";
 import type { IdsByName } from "./sql.js";
 
 /** A group's trait names, required (any-of lists flattened) then forbidden: Placement's lookup order. */
@@ -46,33 +49,26 @@ export type GroupSearch = (query: CandidatesQuery) => Promise<boolean>;
 export async function refuseUnknownName(tx: Queryable, query: CandidatesQuery, names: IdsByName, hasCandidates: GroupSearch): Promise<void> {
   const { params, groups } = query;
   for (const t of [...params.rootRequired, ...params.rootForbidden]) if (!names.traits.has(t)) throw new TraitNotFound([t], "query");
-  if ((params.rootRequired.length > 0 || params.rootForbidden.length > 0) && !(await someRootHasTraits(tx, params.rootRequired, params.rootForbidden))) return;
+  if (params.rootRequired.length > 0 || params.rootForbidden.length > 0) {
+    const idsOf = (traits: string[]) => traits.map((t) => names.traits.get(t)!);
+    const roots = rootTraitExpression(idsOf(params.rootRequired), idsOf(params.rootForbidden));
+    if (!(await someProviderWhere(tx, ["rp.parent_provider_id IS NULL", ...expressionSql("traits", "rp.id", roots, idsSql)]))) return;
+  }
   for (const g of groups) {
     for (const rc of g.resources.keys()) if (!names.resourceClasses.has(rc)) throw new ClassNotFound(rc, { in: "query" });
-    if (g.aggregates.memberOf.length > 0 && !(await someProviderInAll(tx, g.aggregates.memberOf))) return;
+    if (g.aggregates.memberOf.length > 0) {
+      // An aggregate nobody was ever put in has no id, and no member.
+      const anyOf = g.aggregates.memberOf.map((list) => list.flatMap((uuid) => names.aggregates.get(uuid) ?? []));
+      if (anyOf.some((list) => list.length === 0)) return;
+      if (!(await someProviderWhere(tx, expressionSql("aggregates", "rp.id", { anyOf, forbidden: [] }, idsSql)))) return;
+    }
     for (const t of groupTraits(g)) if (!names.traits.has(t)) throw new TraitNotFound([t], "query");
     if (!(await hasCandidates({ groups: [g], params: { ...params, limit: 1, sameSubtrees: [] } }))) return;
   }
 }
 
-async function someRootHasTraits(tx: Queryable, required: string[], forbidden: string[]): Promise<boolean> {
-  const res = await tx.execute(sql`
-    SELECT 1 FROM resource_providers rp
-    WHERE rp.parent_provider_id IS NULL
-      AND (SELECT count(DISTINCT t.id) FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id
-           WHERE rpt.resource_provider_id = rp.id AND t.name = ANY(${sql.param(required)}::varchar[])) = ${required.length}
-      AND NOT EXISTS (SELECT 1 FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id
-           WHERE rpt.resource_provider_id = rp.id AND t.name = ANY(${sql.param(forbidden)}::varchar[]))
-    LIMIT 1`);
-  return res.rows.length > 0;
-}
-
-/** A provider in at least one aggregate of every list (Placement's provider_ids_matching_aggregates). */
-async function someProviderInAll(tx: Queryable, memberOf: string[][]): Promise<boolean> {
-  const conditions = memberOf.map(
-    (anyOf) => sql`EXISTS (SELECT 1 FROM resource_provider_aggregates rpa JOIN aggregates a ON a.id = rpa.aggregate_id
-                   WHERE rpa.resource_provider_id = rp.id AND a.uuid = ANY(${sql.param(anyOf)}::varchar[]))`,
-  );
-  const res = await tx.execute(sql`SELECT 1 FROM resource_providers rp WHERE ${sql.join(conditions, sql` AND `)} LIMIT 1`);
+/** Whether any provider meets all of `conditions` (SQL over `rp`, built from ids by rules/ only). */
+async function someProviderWhere(tx: Queryable, conditions: string[]): Promise<boolean> {
+  const res = await tx.execute(sql.raw(`SELECT 1 FROM resource_providers rp WHERE ${conditions.join(" AND ")} LIMIT 1`));
   return res.rows.length > 0;
 }
