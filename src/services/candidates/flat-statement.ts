@@ -28,6 +28,10 @@
  *   generic plan then reads the members' inventories by index instead of
  *   every inventory. Traits stay semi-joins: they usually match half the
  *   cloud, where a hash join is cheaper than an index probe per member.
+ * - The in_tree lookup is guarded by its list being non-empty: the generic
+ *   plan reads resource_providers whole for \`uuid = ANY(...)\` (it assumes ten
+ *   uuids), which for a small answer cost more than every other name lookup
+ *   together; the guard makes the scan a one-time filter.
  * - Each candidate's details key (provider-details.ts) is an aggregate of the
  *   same inventory rows, so no row of resource_providers is read.
  * - With a LIMIT the aggregation walks providers in order and stops early.
@@ -170,7 +174,8 @@ export async function flatCandidates(
       UNION ALL SELECT 't', id, name::text FROM traits WHERE name = ANY(${head[0]}::varchar[])
       UNION ALL SELECT 'a', id, uuid::text FROM aggregates WHERE uuid = ANY(${head[1]}::varchar[])
       UNION ALL ${SHAPE_ROWS}
-      UNION ALL SELECT 'r', root_provider_id, uuid::text FROM resource_providers WHERE uuid = ANY(${head[2]}::varchar[])
+      UNION ALL SELECT 'r', root_provider_id, uuid::text FROM resource_providers
+        WHERE cardinality(${head[2]}::varchar[]) > 0 AND uuid = ANY(${head[2]}::varchar[])
       UNION ALL SELECT 'e', reltuples::int, '' FROM pg_class WHERE oid = 'resource_providers'::regclass
     ), req AS MATERIALIZED (
       SELECT rc.id, x.lo, x.total, x.g
