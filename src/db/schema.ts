@@ -197,10 +197,21 @@ export const allocations = pgTable(
       .notNull()
       .references(() => resourceClasses.id),
     used: integer("used").notNull(),
+    /**
+     * The consumer's project, user and type, copied from consumers by triggers on both tables
+     * (drizzle/0013), so GET /usages reads one range of allocations_owner_usage_idx instead of
+     * every consumer of the project and then each one's allocations. No foreign keys: they are
+     * copies of columns that have theirs.
+     */
+    projectId: integer("project_id"),
+    userId: integer("user_id"),
+    consumerTypeId: integer("consumer_type_id"),
     ...timestamps,
   },
   (t) => [
     unique("allocations_consumer_provider_class_unique").on(t.consumerId, t.resourceProviderId, t.resourceClassId),
+    // Every column GET /usages reads, so it is answered from the index alone.
+    index("allocations_owner_usage_idx").on(t.projectId, t.userId, t.consumerTypeId, t.resourceClassId, t.consumerId, t.used),
     index("allocations_provider_class_idx").on(t.resourceProviderId, t.resourceClassId),
     index("allocations_resource_class_id_idx").on(t.resourceClassId),
     check("allocations_used_positive", sql`${t.used} >= 1`),
