@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- candidates [--sizes 1000,10000 | none] [--reference-sizes 1000] [--iterations 20] [--no-reference] [--allocations K] [--usages N | --no-usages]`
+ * `npm run bench -- candidates [--sizes 1000,10000 | none] [--reference-sizes 1000] [--iterations 20] [--no-reference] [--allocations K] [--usages N | --no-usages] [--shapes TEXT,...]`
  *
  * GET /allocation_candidates latency, side by side with the reference
  * Placement (Debian's python3-placement through ../shared/conformance/reference-server),
@@ -38,10 +38,12 @@ interface Options {
   allocations: number;
   /** Consumers of the GET /usages data set (0: not measured). */
   usages: number;
+  /** Only the shapes whose name contains one of these (all when empty). */
+  shapes: string[];
 }
 
 function parseArgs(args: string[]): Options {
-  const opts: Options = { sizes: [1000, 10000], referenceSizes: [1000], iterations: 20, allocations: 0, usages: 100_000 };
+  const opts: Options = { sizes: [1000, 10000], referenceSizes: [1000], iterations: 20, allocations: 0, usages: 100_000, shapes: [] };
   for (let i = 0; i < args.length; i++) {
     const next = () => args[++i] ?? "";
     if (args[i] === "--sizes") opts.sizes = next().split(",").filter((x) => x !== "" && x !== "none").map(Number);
@@ -51,6 +53,7 @@ function parseArgs(args: string[]): Options {
     else if (args[i] === "--allocations") opts.allocations = Number(next());
     else if (args[i] === "--usages") opts.usages = Number(next());
     else if (args[i] === "--no-usages") opts.usages = 0;
+    else if (args[i] === "--shapes") opts.shapes = next().split(",").filter(Boolean);
   }
   return opts;
 }
@@ -347,7 +350,8 @@ const UNTIMED = 2;
  * after 100 ms), which is a property of the machine, not of either server,
  * and which swamps a 3 ms answer next to a 30 ms one.
  */
-export async function measure(servers: Array<{ name: string; port: number }>, shape: Shape, iterations: number): Promise<Array<Omit<Row, "size" | "shape" | "rss">>> {
+/** `warmUps`: untimed requests per server first (fewer for answers that take the reference seconds). */
+export async function measure(servers: Array<{ name: string; port: number }>, shape: Shape, iterations: number, warmUps = 20): Promise<Array<Omit<Row, "size" | "shape" | "rss">>> {
   const q = shape.path ?? `/allocation_candidates?${shape.query}`;
   const firsts: Array<Awaited<ReturnType<typeof get>>> = [];
   for (const s of servers) {
@@ -355,7 +359,7 @@ export async function measure(servers: Array<{ name: string; port: number }>, sh
     if (first.status !== 200) throw new Error(`${s.name} ${shape.name}: ${first.status} ${first.body.slice(0, 300)}`);
     firsts.push(first);
     // Warm-up: the JIT, the pools and PostgreSQL's caches, before anything is timed.
-    for (let i = 0; i < 20; i++) await get(s.port, q, shape.microversion);
+    for (let i = 0; i < warmUps; i++) await get(s.port, q, shape.microversion);
   }
   const times: number[][] = servers.map(() => []);
   while (times[0].length < iterations) {
@@ -379,12 +383,15 @@ export async function measure(servers: Array<{ name: string; port: number }>, sh
   });
 }
 
+const selected = (opts: Options, shape: Shape) => opts.shapes.length === 0 || opts.shapes.some((text) => shape.name.includes(text));
+
 export default async function (args: string[]): Promise<void> {
   const opts = parseArgs(args);
   const rows: Row[] = [];
   let peak = 0;
   for (const size of opts.sizes) {
     for (const variant of ["flat", "nested"] as const) {
+      if (!SHAPES.some((s) => s.variant === variant && selected(opts, s))) continue;
       const withReference = opts.referenceSizes.includes(size);
       const ourDb = `bench_candidates_ours_${variant}_${size}`;
       const refDb = `bench_candidates_ref_${variant}_${size}`;
@@ -398,12 +405,14 @@ export default async function (args: string[]): Promise<void> {
         servers.push({ name: "reference", port: ref.port });
       }
       try {
-        for (const shape of SHAPES.filter((s) => s.variant === variant)) {
+        for (const shape of SHAPES.filter((s) => s.variant === variant && selected(opts, s))) {
           // Unlimited queries over 10,000 trees take long (and the reference takes seconds): fewer rounds.
           const slow = withReference || (!shape.query.includes("limit") && size > 1000);
           const iterations = slow ? Math.max(5, Math.floor(opts.iterations / 2)) : opts.iterations;
+          // The reference at 10,000 nodes takes seconds per answer: a few warm-ups, not twenty.
+          const warmUps = withReference && size > 1000 ? 3 : 20;
           const rss = () => peakRssMb(ours.proc.pid);
-          for (const r of await measure(servers, shape, iterations)) rows.push({ size, shape: shape.name, ...r, rss: r.server === "ours" ? rss() : undefined });
+          for (const r of await measure(servers, shape, iterations, warmUps)) rows.push({ size, shape: shape.name, ...r, rss: r.server === "ours" ? rss() : undefined });
           process.stderr.write(`${size} ${variant} ${shape.name}: done\n`);
         }
         peak = Math.max(peak, peakRssMb(ours.proc.pid));
