@@ -348,9 +348,10 @@ const UNTIMED = 2;
  * that long pays this virtual machine's wake-up cost (a Node hello-world
  * server here: p50 0.9 ms back to back, 1.8 ms after 30 ms idle, 3.5 ms
  * after 100 ms), which is a property of the machine, not of either server,
- * and which swamps a 3 ms answer next to a 30 ms one.
+ * and which swamps a 3 ms answer next to a 30 ms one. `warmUps` untimed
+ * requests per server come first (fewer for answers that take the
+ * reference seconds).
  */
-/** `warmUps`: untimed requests per server first (fewer for answers that take the reference seconds). */
 export async function measure(servers: Array<{ name: string; port: number }>, shape: Shape, iterations: number, warmUps = 20): Promise<Array<Omit<Row, "size" | "shape" | "rss">>> {
   const q = shape.path ?? `/allocation_candidates?${shape.query}`;
   const firsts: Array<Awaited<ReturnType<typeof get>>> = [];

@@ -29,7 +29,7 @@
  *   every inventory. Traits stay semi-joins: they usually match half the
  *   cloud, where a hash join is cheaper than an index probe per member.
  * - The in_tree lookup is guarded by its list being non-empty: the generic
- *   plan reads resource_providers whole for \`uuid = ANY(...)\` (it assumes ten
+ *   plan reads resource_providers whole for `uuid = ANY(...)` (it assumes ten
  *   uuids), which for a small answer cost more than every other name lookup
  *   together; the guard makes the scan a one-time filter.
  * - Each candidate's details key (provider-details.ts) is an aggregate of the
