@@ -6,8 +6,8 @@
 -- An allocation takes its consumer's owner as it is written (BEFORE INSERT, or an UPDATE that
 -- moves it to another consumer or touches the copies); a consumer whose project, user or type
 -- changes passes it on to its allocations. The allocation write upserts its consumers (taking their
--- row locks) before it writes their allocations, so the second trigger locks allocation rows only
--- after the consumer row, in the order every writer already takes them.
+-- row locks) before it writes their allocations, so the second trigger locks a consumer's allocation
+-- rows after the consumer row, the order in which that write locks them anyway.
 
 -- Writers of allocations wait from here until commit, so the backfill below and the triggers
 -- together cover every row. (CREATE TRIGGER takes this lock too.)
