@@ -30,6 +30,12 @@
  *   value scanned in place rather than a row each (flat-statement.ts), which
  *   took pg's per-row handling and a Map per provider out. Nothing else
  *   stands out.
+ * - A small flat answer (tens of candidates) is a fixed cost per request
+ *   spread over the stack: node's HTTP handling and hono (what GET / costs
+ *   too), the one statement, whose execution in PostgreSQL is then mostly
+ *   the cost of running a plan of its size rather than of its rows, and the
+ *   client, server and PostgreSQL waking each other on two cores. No part
+ *   of the route itself stands out.
  * - The loop as a whole is bound by CPU, not by waits: per claim the server
  *   and PostgreSQL spend about as much CPU each, the query a little more
  *   than the PUT on both sides. The PUT's PostgreSQL share is mostly its
