@@ -10,7 +10,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newUuid, startHarness, type Harness } from "../support/harness.js";
-import { claimBody, createProvider, overcommitted, PROJECT, usageDrift, usedOn, USER, type Provider } from "./fixtures.js";
+import { claimBody, createProvider, overcommitted, ownerDrift, PROJECT, usageDrift, usedOn, USER, type Provider } from "./fixtures.js";
 
 const harnesses: Harness[] = [];
 afterAll(async () => Promise.all(harnesses.map((h) => h.close())));
@@ -108,6 +108,7 @@ describe("deadlocks", () => {
     expect(res.body.errors[0].code).toBe("placement.concurrent_update");
     expect(await t.sql("SELECT 1 FROM allocations")).toHaveLength(2);
     expect(await usageDrift(t)).toEqual([]);
+    expect(await ownerDrift(t)).toEqual([]);
   });
 });
 
@@ -151,6 +152,7 @@ describe("deadlocks between writers of inventory usage", () => {
       ]);
       expect(replies.filter((r) => r.status !== 204).map((r) => `${r.status} ${r.text}`)).toEqual([]);
       expect(await usageDrift(t)).toEqual([]);
+      expect(await ownerDrift(t)).toEqual([]);
     }
     expect(await usedOn(t, a.id, "VCPU")).toBe(30);
     expect(await usedOn(t, b.id, "VCPU")).toBe(30);
@@ -191,6 +193,7 @@ describe("deadlocks between writers of inventory usage", () => {
         await other.end();
       }
       expect(await usageDrift(t)).toEqual([]);
+      expect(await ownerDrift(t)).toEqual([]);
     }
 
     beforeAll(async () => {

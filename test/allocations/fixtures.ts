@@ -79,6 +79,17 @@ export async function usageDrift(t: { sql: Harness["sql"] }): Promise<unknown[]>
   );
 }
 
+/**
+ * Allocations whose copy of their consumer's project, user or type (kept by
+ * triggers for GET /usages) is not the consumer's: must always be empty.
+ */
+export async function ownerDrift(t: { sql: Harness["sql"] }): Promise<unknown[]> {
+  return t.sql(
+    `SELECT a.id FROM allocations a JOIN consumers c ON c.id = a.consumer_id
+     WHERE (a.project_id, a.user_id, a.consumer_type_id) IS DISTINCT FROM (c.project_id, c.user_id, c.consumer_type_id)`,
+  );
+}
+
 /** Consumers that hold nothing: Placement deletes them, so must always be empty. */
 export async function emptyConsumers(t: { sql: Harness["sql"] }): Promise<unknown[]> {
   return t.sql("SELECT c.uuid FROM consumers c WHERE NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)");

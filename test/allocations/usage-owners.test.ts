@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newUuid, startHarness, type Harness } from "../support/harness.js";
-import { createProvider, type Provider } from "./fixtures.js";
+import { createProvider, ownerDrift, type Provider } from "./fixtures.js";
 
 let t: Harness;
 let host: Provider;
@@ -17,14 +17,6 @@ beforeAll(async () => {
   host = await createProvider(t, { VCPU: { total: 64 }, MEMORY_MB: { total: 65536 } });
 });
 afterAll(async () => t.close());
-
-/** Allocations whose copied owner is not their consumer's. */
-async function ownerDrift(): Promise<unknown[]> {
-  return t.sql(
-    `SELECT a.id FROM allocations a JOIN consumers c ON c.id = a.consumer_id
-     WHERE (a.project_id, a.user_id, a.consumer_type_id) IS DISTINCT FROM (c.project_id, c.user_id, c.consumer_type_id)`,
-  );
-}
 
 async function put(consumer: string, resources: Record<string, number>, owner: { project: string; user: string; type?: string }, generation: number | null) {
   // Without a type, before 1.38: the consumer has none (consumer_type_id NULL).
@@ -53,7 +45,7 @@ describe("the consumer's owner on its allocations", () => {
     await put(newUuid(), { VCPU: 1, MEMORY_MB: 512 }, { project: p1, user: u1, type: "INSTANCE" }, null);
     await put(newUuid(), { VCPU: 2 }, { project: p1, user: u2, type: "MIGRATION" }, null);
     await put(newUuid(), { VCPU: 4, MEMORY_MB: 1024 }, { project: p2, user: u1, type: "INSTANCE" }, null);
-    expect(await ownerDrift()).toEqual([]);
+    expect(await ownerDrift(t)).toEqual([]);
     expect(await usages(`project_id=${p1}`)).toEqual({ VCPU: 3, MEMORY_MB: 512 });
     expect(await usages(`project_id=${p1}&user_id=${u2}`)).toEqual({ VCPU: 2 });
     expect(await usages(`project_id=${p2}&user_id=${u2}`)).toEqual({});
@@ -69,7 +61,7 @@ describe("the consumer's owner on its allocations", () => {
     const consumer = newUuid();
     await put(consumer, { VCPU: 3 }, { project: p1, user, type: "INSTANCE" }, null);
     await put(consumer, { VCPU: 3 }, { project: p2, user, type: "MIGRATION" }, 1);
-    expect(await ownerDrift()).toEqual([]);
+    expect(await ownerDrift(t)).toEqual([]);
     expect(await usages(`project_id=${p1}`)).toEqual({});
     expect(await usages(`project_id=${p2}`, "1.38")).toEqual({ MIGRATION: { VCPU: 3, consumer_count: 1 } });
   });
@@ -85,7 +77,7 @@ describe("the consumer's owner on its allocations", () => {
        SELECT c.id, $2, rc.id, 256 FROM consumers c, resource_classes rc WHERE c.uuid = $1 AND rc.name = 'MEMORY_MB'`,
       [consumer, host.id],
     );
-    expect(await ownerDrift()).toEqual([]);
+    expect(await ownerDrift(t)).toEqual([]);
     expect(await usages(`project_id=${p1}`)).toEqual({});
     expect(await usages(`project_id=${p2}`)).toEqual({ VCPU: 5, MEMORY_MB: 256 });
   });

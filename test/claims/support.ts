@@ -1,6 +1,6 @@
 /** Helpers shared by the POST /claims tests: bodies, and invariants read from the tables. */
 import { newUuid, type Harness } from "../support/harness.js";
-import { emptyConsumers, overcommitted, PROJECT, USER, usageDrift } from "../allocations/fixtures.js";
+import { emptyConsumers, overcommitted, ownerDrift, PROJECT, USER, usageDrift } from "../allocations/fixtures.js";
 
 export const consumer = (uuid = newUuid()) => ({ consumer_uuid: uuid, project_id: PROJECT, user_id: USER, consumer_type: "INSTANCE" });
 
@@ -8,9 +8,9 @@ export function claimBody(extra: object = {}, consumers = [consumer()]) {
   return { consumers, ...extra };
 }
 
-/** Everything that must hold whatever the claims did: nothing over capacity, no empty consumer, stored usage right. */
+/** Everything that must hold whatever the claims did: nothing over capacity, no empty consumer, stored usage and owner copies right. */
 export async function brokenInvariants(t: { sql: Harness["sql"] }): Promise<unknown[]> {
-  return [...(await overcommitted(t)), ...(await emptyConsumers(t)), ...(await usageDrift(t))];
+  return [...(await overcommitted(t)), ...(await emptyConsumers(t)), ...(await usageDrift(t)), ...(await ownerDrift(t))];
 }
 
 /** Provider uuid to class to units, as the allocations table has them for one consumer. */

@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import pg from "pg";
 import { expect } from "vitest";
-import { emptyConsumers, overcommitted, usageDrift } from "../allocations/fixtures.js";
+import { emptyConsumers, overcommitted, ownerDrift, usageDrift } from "../allocations/fixtures.js";
 import type { Harness } from "../support/harness.js";
 
 /** Polls `probe` until it returns a value; rejects after `ms`. */
@@ -29,11 +29,12 @@ export function ownSql(url: string): Harness["sql"] {
   };
 }
 
-/** The tables' invariants (capacity, stored usage, no empty consumer), read on a connection of the test's own. */
+/** The tables' invariants (capacity, stored usage, owner copies, no empty consumer), read on a connection of the test's own. */
 export async function expectTableInvariants(url: string): Promise<void> {
   const own = { sql: ownSql(url) };
   expect(await overcommitted(own)).toEqual([]);
   expect(await usageDrift(own)).toEqual([]);
+  expect(await ownerDrift(own)).toEqual([]);
   expect(await emptyConsumers(own)).toEqual([]);
 }
 
