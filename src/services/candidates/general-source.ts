@@ -16,7 +16,7 @@ import { SHARING_TRAIT } from "./cloud-shape.js";
 import { spreadOptions, type GroupOption } from "./combine.js";
 import type { AnchorSource } from "./generate.js";
 import { EMPTY, planBatch, resourcelessProviders, type Members, type Scope } from "./plan.js";
-import { loadTrees, memberships, nextRoots, rootsOf, sharingAnchors, type IdsByName, type TreeData } from "./sql.js";
+import { loadTrees, loadTreesAfter, memberships, rootsOf, sharingAnchors, type IdsByName, type TreeData } from "./sql.js";
 
 export type { Members } from "./plan.js";
 
@@ -64,20 +64,17 @@ export function generalSource(tx: Queryable, query: CandidatesQuery, names: IdsB
     const anchors = members.sharing.flatMap((rp) => members.anchorsOf.get(rp) ?? []);
     return unique([...roots, ...anchors]).sort((a, b) => a - b);
   };
-  const rootsAfter = async (afterId: number, count: number | undefined): Promise<number[]> => {
+  // The batch's roots and its trees but the sharing providers' (loaded with the first batch).
+  const batchAfter = async (afterId: number, count: number | undefined): Promise<{ roots: number[]; data: TreeData }> => {
     pinned ??= pinnedRoots() ?? [];
-    const fromPinned = pinned.length > 0 ? pinned.filter((r) => r > afterId) : undefined;
-    if (fromPinned) return count === undefined ? fromPinned : fromPinned.slice(0, count);
-    return nextRoots(tx, afterId, count);
+    if (pinned.length === 0) return loadTreesAfter(tx, afterId, count, [...sharingRoots]);
+    const fromPinned = pinned.filter((r) => r > afterId);
+    const roots = count === undefined ? fromPinned : fromPinned.slice(0, count);
+    return { roots, data: await loadTrees(tx, roots.filter((r) => !sharingRoots.has(r))) };
   };
 
   return {
     next: async (afterId, count) => {
-      const roots = await rootsAfter(afterId, count);
-      const after = roots.length > 0 ? roots[roots.length - 1] : afterId;
-      const done = count === undefined || roots.length < count;
-      const scanned = roots.length;
-      if (roots.length === 0) return { anchors: [], after, done, scanned, optionsAt: noOptions };
       const firstBatch = sharingTrees === undefined;
       if (firstBatch) {
         const ids = new Set(members.sharing);
@@ -85,7 +82,11 @@ export function generalSource(tx: Queryable, query: CandidatesQuery, names: IdsB
         sharingTrees = found ?? { providers: [], inventories: [], traits: new Map() };
         for (const p of sharingTrees.providers) if (ids.has(p.id)) sharingRoots.add(p.rootId);
       }
-      const batch = await loadTrees(tx, roots.filter((r) => !sharingRoots.has(r)));
+      const { roots, data: batch } = await batchAfter(afterId, count);
+      const after = roots.length > 0 ? roots[roots.length - 1] : afterId;
+      const done = count === undefined || roots.length < count;
+      const scanned = roots.length;
+      if (roots.length === 0) return { anchors: [], after, done, scanned, optionsAt: noOptions };
       for (const p of batch.providers) rootOf.set(p.id, p.rootId);
       for (const p of sharingTrees!.providers) rootOf.set(p.id, p.rootId);
       const inBatch = new Set(roots);

@@ -3,9 +3,9 @@
  * over whole sets of providers (never one query per provider), so a request
  * costs a handful of round trips whatever the number of providers:
  * lookupNames, memberships, (sharingAnchors, rootsOf when needed), then per
- * batch of trees nextRoots and one loadTrees, whose inventories the engine
- * checks for capacity itself (the batch needs them all for summaries and
- * combining anyway). On a flat cloud flat-source.ts replaces the batches with
+ * batch of trees one loadTreesAfter (its roots and their trees), whose
+ * inventories the engine checks for capacity itself (the batch needs them
+ * all for summaries and combining anyway). On a flat cloud flat-source.ts replaces the batches with
  * a single filter (conditions.ts).
  *
  * Plans on PostgreSQL 15 with the migration's indexes:
@@ -14,7 +14,9 @@
  * - memberships: index scans of resource_provider_traits_trait_id_idx and
  *   resource_provider_aggregates_aggregate_id_idx for only the traits and
  *   aggregates the request names.
- * - nextRoots: resource_providers_pkey in order, filtered on no parent, LIMIT.
+ * - loadTreesAfter: the batch's roots by resource_providers_pkey in order,
+ *   filtered on no parent, LIMIT; then its trees as in loadTrees, the range
+ *   taken from the roots' smallest and largest id.
  * - loadTrees: the batch's providers by resource_providers_root_provider_id_idx
  *   (a range over the batch's root ids plus `= ANY`, which the planner
  *   underestimates on purpose), then index joins to inventories
@@ -125,16 +127,6 @@ export async function sharingAnchors(tx: Queryable, sharingIds: number[]): Promi
   return out;
 }
 
-/** The next `count` (default: all) root providers after `afterId`, in id order. */
-export async function nextRoots(tx: Queryable, afterId: number, count: number | undefined): Promise<number[]> {
-  const limit = count === undefined ? sql`` : sql`LIMIT ${count}`;
-  const found = await rows<{ id: number }>(
-    tx,
-    sql`SELECT id FROM resource_providers WHERE parent_provider_id IS NULL AND id > ${afterId} ORDER BY id ${limit}`,
-  );
-  return found.map((r) => r.id);
-}
-
 /** Provider id to root id for the given providers. */
 export async function rootsOf(tx: Queryable, ids: number[]): Promise<Map<number, number>> {
   if (ids.length === 0) return new Map();
@@ -185,7 +177,7 @@ export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeD
   if (rootIds.length === 0) return { providers: [], inventories: [], traits: new Map() };
   const lowest = rootIds.reduce((a, b) => Math.min(a, b));
   const highest = rootIds.reduce((a, b) => Math.max(a, b));
-  const [found] = await rows<{ p: string | null; i: string | null; t: string | null; c: string | null }>(
+  const [found] = await rows<TreeTexts>(
     tx,
     // The range is redundant but for the planner: it makes the estimate small, so a batch of a few
     // hundred trees among thousands is read through indexes, where `= ANY` alone gave sequential
@@ -195,15 +187,57 @@ export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeD
           WHERE root_provider_id BETWEEN ${lowest} AND ${highest}
             AND root_provider_id = ANY(${sql.param(rootIds)}::int[])
         )
-        SELECT
-          (SELECT string_agg(id || ' ' || coalesce(parent_provider_id, 0) || ' ' || root_provider_id || ' ' || uuid, ' ') FROM p) AS p,
-          (SELECT string_agg(concat_ws(' ', inv.resource_provider_id, inv.resource_class_id, inv.total, inv.reserved, inv.allocation_ratio,
-                                       inv.used, inv.min_unit, inv.max_unit, inv.step_size), ' ')
-           FROM p JOIN inventories inv ON inv.resource_provider_id = p.id) AS i,
-          (SELECT string_agg(rpt.resource_provider_id || ' ' || t.name, ' ' ORDER BY rpt.resource_provider_id, t.id)
-           FROM p JOIN resource_provider_traits rpt ON rpt.resource_provider_id = p.id JOIN traits t ON t.id = rpt.trait_id) AS t,
-          (SELECT string_agg(id || ' ' || name, ' ') FROM resource_classes) AS c`,
+        SELECT ${TREE_TEXTS}`,
   );
+  return readTrees(found);
+}
+
+/**
+ * The next `count` root providers after `afterId` in id order (every one
+ * when no count is given) and, but for the roots in `except`, their trees as
+ * loadTrees reads them, in one round trip. A batch's roots and its trees as
+ * two statements meant the second was sent only once the engine had read the
+ * first, which it did after combining the batch before: one statement is
+ * sent before that combining starts, so PostgreSQL loads the next batch on
+ * the other core meanwhile. The range on the batch's smallest and largest
+ * root is there for the planner, as in loadTrees.
+ */
+export async function loadTreesAfter(tx: Queryable, afterId: number, count: number | undefined, except: number[]): Promise<{ roots: number[]; data: TreeData }> {
+  const limit = count === undefined ? sql`` : sql`LIMIT ${count}`;
+  const [found] = await rows<TreeTexts & { r: string | null }>(
+    tx,
+    sql`WITH r AS MATERIALIZED (
+          SELECT id FROM resource_providers WHERE parent_provider_id IS NULL AND id > ${afterId} ORDER BY id ${limit}
+        ), p AS NOT MATERIALIZED (
+          SELECT id, uuid, parent_provider_id, root_provider_id FROM resource_providers
+          WHERE root_provider_id BETWEEN (SELECT min(id) FROM r) AND (SELECT max(id) FROM r)
+            AND root_provider_id IN (SELECT id FROM r) AND root_provider_id <> ALL(${sql.param(except)}::int[])
+        )
+        SELECT (SELECT string_agg(id::text, ' ' ORDER BY id) FROM r) AS r, ${TREE_TEXTS}`,
+  );
+  const roots: number[] = [];
+  for (const r = new Words(found?.r); r.more(); ) roots.push(r.int());
+  return { roots, data: readTrees(found) };
+}
+
+/** The texts of a tree load over the providers `p` (see loadTrees). */
+interface TreeTexts {
+  p: string | null;
+  i: string | null;
+  t: string | null;
+  c: string | null;
+}
+
+const TREE_TEXTS = sql`
+  (SELECT string_agg(id || ' ' || coalesce(parent_provider_id, 0) || ' ' || root_provider_id || ' ' || uuid, ' ') FROM p) AS p,
+  (SELECT string_agg(concat_ws(' ', inv.resource_provider_id, inv.resource_class_id, inv.total, inv.reserved, inv.allocation_ratio,
+                               inv.used, inv.min_unit, inv.max_unit, inv.step_size), ' ')
+   FROM p JOIN inventories inv ON inv.resource_provider_id = p.id) AS i,
+  (SELECT string_agg(rpt.resource_provider_id || ' ' || t.name, ' ' ORDER BY rpt.resource_provider_id, t.id)
+   FROM p JOIN resource_provider_traits rpt ON rpt.resource_provider_id = p.id JOIN traits t ON t.id = rpt.trait_id) AS t,
+  (SELECT string_agg(id || ' ' || name, ' ') FROM resource_classes) AS c`;
+
+function readTrees(found: TreeTexts | undefined): TreeData {
   const data: TreeData = { providers: [], inventories: [], traits: new Map() };
   const p = new Words(found?.p);
   while (p.more()) {
