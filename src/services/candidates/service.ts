@@ -48,8 +48,11 @@
  *   cores (bench/claims.ts parses only what its pick reads).
  * - A huge nested answer (tens of thousands of candidates): the depth-first
  *   search of combine.ts and writing each candidate (routes/candidates-body.ts)
- *   dominate, then garbage collection; the body leaves while the search goes
- *   on, which bounds the peak memory.
+ *   dominate, then garbage collection (planning each batch, combining and the
+ *   unsuffixed group's options allocate the most); the body leaves while the
+ *   search goes on, which bounds the peak memory. PostgreSQL loads the next
+ *   batch of trees meanwhile (one statement per batch, sql.ts
+ *   loadTreesAfter), so its share overlaps the server's.
  *
  * For POST /claims (issue 13), with the caller's own transaction:
  *   candidatesInPreferenceOrder(tx: Queryable, query: CandidatesQuery,
