@@ -5,8 +5,8 @@
  * lookupNames, memberships, (sharingAnchors, rootsOf when needed), then per
  * batch of trees one loadTreesAfter (its roots and their trees), whose
  * inventories the engine checks for capacity itself (the batch needs them
- * all for summaries and combining anyway). On a flat cloud flat-source.ts replaces the batches with
- * a single filter (conditions.ts).
+ * all for summaries and combining anyway). On a flat cloud flat-source.ts
+ * replaces the batches with a single filter (conditions.ts).
  *
  * Plans on PostgreSQL 15 with the migration's indexes:
  * - lookupNames: index scans of the name and uuid keys, and
