@@ -3,6 +3,8 @@
  * batch, reading each batch's trees whole plus the sharing providers' trees.
  * These trees make the first batches come up empty, so several are needed,
  * and a sharing provider created before all of them must still serve the late ones.
+ * Without a limit the batches are fixed in size, and a sharing provider that
+ * is a root of a later batch is read once, with the first batch, not again with its own.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -14,7 +16,7 @@ let d: Data;
 beforeAll(async () => void ({ t, d } = await startData()));
 afterAll(async () => t.close());
 
-describe("batches of trees under a limit", () => {
+describe("batches of trees", () => {
   it("finds the first trees with room, in id order, across batches, with storage shared from before them", async () => {
     const [VF, DISK] = [custom("VF"), custom("DISK")];
     const agg = randomUUID();
@@ -41,5 +43,26 @@ describe("batches of trees under a limit", () => {
     // Without a limit every tree with room is found.
     const all = await t.request("GET", `/allocation_candidates?resources=${VF}:1,${DISK}:10`);
     expect(all.body.allocation_requests).toHaveLength(10);
+  });
+
+  it("without a limit, finds every tree across fixed batches once, with a sharing root that falls in a later batch read once", async () => {
+    const [VF, DISK] = [custom("VF"), custom("DISK")];
+    const agg = randomUUID();
+    const children: Provider[] = [];
+    // More trees than one unlimited batch holds, so the sharing provider made after them is a root of the second.
+    for (let i = 0; i < 260; i++) {
+      const root = await d.provider({ aggregates: [agg] });
+      children.push(await d.provider({ parent: root, inventory: { [VF]: 1 } }));
+    }
+    const shared = await d.provider({ inventory: { [DISK]: 1000 }, traits: ["MISC_SHARES_VIA_AGGREGATE"], aggregates: [agg] });
+
+    const res = await t.request("GET", `/allocation_candidates?resources=${VF}:1,${DISK}:10`);
+    expect(res.status).toBe(200);
+    const picked = res.body.allocation_requests.map((a: any) => {
+      expect(a.allocations[shared.uuid]).toEqual({ resources: { [DISK]: 10 } });
+      return Object.keys(a.allocations).find((p) => p !== shared.uuid);
+    });
+    expect(picked).toEqual(children.map((c) => c.uuid));
+    expect(res.body.provider_summaries[shared.uuid].resources[DISK]).toEqual({ capacity: 1000, used: 0 });
   });
 });
