@@ -121,7 +121,7 @@ export interface FlatStatementState {
   /** Prepared per connection under a name (false behind a transaction pooler: planned at every request). */
   namedStatements: boolean;
   /** Each statement text seen to its name (see statementName). */
-  names?: Map<string, string>;
+  names: Map<string, string>;
 }
 
 /** Distinct statement texts kept named: request shapes are few, but a client can make many. */
@@ -133,7 +133,7 @@ const NAMED_TEXTS = 512;
  * server time; a Map lookup of the same string costs a fraction of it.
  */
 function statementName(state: FlatStatementState, text: string): string {
-  const names = (state.names ??= new Map());
+  const { names } = state;
   let name = names.get(text);
   if (name === undefined) {
     if (names.size >= NAMED_TEXTS) names.clear();

@@ -126,7 +126,7 @@ export class CandidatesService {
     // A transaction pooler gives each statement any server connection: a statement prepared on one is unknown
     // (or, named alike, already there) on the next, so there every statement is unnamed.
     const named = config.PLACEMENT_DB_POOLER !== "transaction";
-    this.flatState = { details: new ProviderDetailsCache({ namedStatements: named }), namedStatements: named };
+    this.flatState = { details: new ProviderDetailsCache({ namedStatements: named }), namedStatements: named, names: new Map() };
   }
 
   /**
