@@ -28,6 +28,8 @@ export class CandidatesBody implements CandidatesSink {
   private writeOne?: (cand: Candidate, names: NamesById) => void;
   private count = 0;
   private large?: () => void;
+  /** Some of the body has left (respond started the stream): it can no longer be discarded. */
+  private live = false;
 
   constructor(
     private readonly shape: ResponseShape,
@@ -56,6 +58,17 @@ export class CandidatesBody implements CandidatesSink {
     this.whole = renderFlatBody(this.shape, this.query, answer, this.pieces);
   }
 
+  discard(): boolean {
+    if (this.live) return false;
+    // A new writer (made on the next write) registers the stream's size trigger again.
+    this.writer = undefined;
+    this.writeOne = undefined;
+    this.whole = undefined;
+    this.quoted.clear();
+    this.count = 0;
+    return true;
+  }
+
   /**
    * The response body of `answering` (the service writing into this sink): a
    * buffer when the answer is complete before its allocation requests pass
@@ -75,6 +88,7 @@ export class CandidatesBody implements CandidatesSink {
       if (this.whole) return this.whole;
       return this.w.size > STREAM_ABOVE_BYTES ? this.w.stream() : this.w.finish();
     }
+    this.live = true;
     const live = this.w.startStream();
     answering.then(
       () => live.end(),

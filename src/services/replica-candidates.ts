@@ -3,8 +3,9 @@
  * says why this read may be stale and when a standby is fit). A standby that
  * fails the read for being unavailable, or cancels it for a conflict with
  * recovery (40001 on a hot standby), has the read run again on the primary,
- * provided nothing of the answer has reached the client's body yet; the
- * client sees an answer, not a 503, for a standby that went away.
+ * provided nothing of the answer has left for the client yet (the sink drops
+ * what the standby wrote, however many candidates that was); the client sees
+ * an answer, not a 503, for a standby that went away.
  */
 import type { Db } from "../db/database.js";
 import type { ReadReplicas } from "../db/read-replicas.js";
@@ -30,31 +31,17 @@ export class ReplicaRoutedCandidates implements CandidatesAnswerer {
       this.replicas.served("primary");
       return this.onPrimary.answer(query, nestedAware, sink);
     }
-    let started = false;
-    const watched: CandidatesSink = {
-      candidate: (c, names) => {
-        started = true;
-        sink.candidate(c, names);
-      },
-      end: (result) => {
-        started = true;
-        sink.end(result);
-      },
-      flat: (answer) => {
-        started = true;
-        sink.flat(answer);
-      },
-    };
     let service = this.onStandby.get(target.db);
     if (!service) this.onStandby.set(target.db, (service = this.serviceOn(target.db)));
     try {
-      const path = await service.answer(query, nestedAware, watched);
+      const path = await service.answer(query, nestedAware, sink);
       this.replicas.served("replica");
       return path;
     } catch (err) {
       const meaning = sqlStateMeaning(err);
-      if (started || (meaning !== "unavailable" && meaning !== "retry")) throw err;
+      if (meaning !== "unavailable" && meaning !== "retry") throw err;
       if (meaning === "unavailable") target.unavailable(err);
+      if (!sink.discard()) throw err;
       this.replicas.served("primary");
       return this.onPrimary.answer(query, nestedAware, sink);
     }

@@ -102,3 +102,39 @@ describe("CandidatesBody.respond", () => {
     expect(reported).toHaveLength(1);
   });
 });
+
+describe("CandidatesBody.discard", () => {
+  it("drops what was written before the body left, so the answer is written again from the start", async () => {
+    const body = newBody();
+    const answering = (async () => {
+      await Promise.resolve();
+      for (let i = 0; i < 3; i++) writeCandidate(body, i);
+      expect(body.discard()).toBe(true);
+      writeCandidate(body, 7);
+      body.end(emptyResult);
+    })();
+    const out = await body.respond(answering, () => {});
+    expect(body.written).toBe(1);
+    const parsed = JSON.parse((out as Buffer).toString("latin1"));
+    expect(parsed.allocation_requests).toHaveLength(1);
+    expect(Object.keys(parsed.allocation_requests[0].allocations)).toEqual([names.uuidOf(8)]);
+  });
+
+  it("still starts the stream once the rewritten answer is large", async () => {
+    const body = newBody();
+    const answering = (async () => {
+      await Promise.resolve();
+      writeCandidate(body, 0);
+      expect(body.discard()).toBe(true);
+      for (let i = 0; i < 20_000; i++) writeCandidate(body, i);
+      // The stream began during the writes: what has left cannot be taken back.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(body.discard()).toBe(false);
+      body.end(emptyResult);
+    })();
+    const out = await body.respond(answering, () => {});
+    expect(out).toBeInstanceOf(ReadableStream);
+    const parsed = JSON.parse(await readAll(out as ReadableStream<Uint8Array>));
+    expect(parsed.allocation_requests).toHaveLength(20_000);
+  });
+});

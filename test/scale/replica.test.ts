@@ -9,7 +9,9 @@
  * overcommitted in the tables, and that a standby which stops or was never
  * there leaves every read answered by the primary.
  */
+import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../src/net.js";
 import { createApp } from "../../src/app.js";
@@ -17,10 +19,18 @@ import { testConfig } from "../../src/config.js";
 import { NO_LIMITS, openDatabase, type Database } from "../../src/db/database.js";
 import { runMigrations } from "../../src/db/migrate.js";
 import { ReadReplicas } from "../../src/db/read-replicas.js";
+import { Microversion } from "../../src/http/microversion.js";
 import { createLogger } from "../../src/log.js";
 import { createMetrics, type Metrics } from "../../src/observe/metrics.js";
+import { queryPairs } from "../../src/query/query-string.js";
+import { parseCandidatesQuery } from "../../src/query/request-groups.js";
+import { CandidatesBody } from "../../src/routes/candidates-body.js";
+import { responseShape } from "../../src/routes/candidates-shape.js";
+import { FlatBodyPieces } from "../../src/routes/flat-candidates-body.js";
+import { CandidatesService, type CandidatesSink } from "../../src/services/candidates/service.js";
+import { ReplicaRoutedCandidates } from "../../src/services/replica-candidates.js";
 import { runPlacement } from "../support/cli-process.js";
-import { clusterToolsMissing, startPrimary, startStandby, waitForReplay, type Cluster } from "../support/clusters.js";
+import { clusterToolsMissing, postgresBin, startPrimary, startStandby, waitForReplay, type Cluster } from "../support/clusters.js";
 
 const missing = clusterToolsMissing();
 /** Nothing listens here: a standby that was never there. */
@@ -263,6 +273,52 @@ describe.skipIf(missing !== undefined)(`read replicas on a real streaming standb
       new RegExp(`^127\\.0\\.0\\.1:${standby.port}/postgres serves reads \\(streaming, \\d+\\.\\d s behind\\); 127\\.0\\.0\\.1:${nobodyPort}/postgres skipped \\(unreachable: `),
     );
     expect(check?.details).toMatch(/reads it would serve go to the primary \(bound: 5 s\)$/);
+  });
+
+  it("runs a read again on the primary when the standby fails it after the engine wrote candidates, and answers it once", async () => {
+    const app = "placement_replica_cut";
+    const server = await serverWith([standbyUrl(app)], 60);
+    const root = randomUUID();
+    expect((await server.request("POST", "/resource_providers", { uuid: root, name: `replicas-cut-${root}` })).status).toBe(200);
+    const put = await server.request("PUT", `/resource_providers/${root}/inventories`, { resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } });
+    expect(put.status, put.text).toBe(200);
+    // A tree, so that the engine answers (the flat statement writes its answer whole, at its end).
+    const child = randomUUID();
+    expect((await server.request("POST", "/resource_providers", { uuid: child, name: `replicas-cut-${child}`, parent_provider_uuid: root })).status).toBe(200);
+    await waitForReplay(primary, standby);
+    await until("the standby serves", () => server.reads.states()[0].usable);
+
+    const mv = Microversion.from("1.39");
+    const query = parseCandidatesQuery(queryPairs("http://placement/allocation_candidates?resources=VCPU:1"), mv);
+    const config = testConfig({ DATABASE_URL: primary.url });
+    const routed = new ReplicaRoutedCandidates(new CandidatesService(database.db, config), server.reads, (db) => new CandidatesService(db, config));
+    const body = new CandidatesBody(responseShape(mv), query, new FlatBodyPieces());
+    let calls = 0;
+    let terminated = 0;
+    // The standby's sessions end under the engine as its first candidate is written: what was written
+    // must not reach the answer, and the read must not fail for it.
+    const cutting: CandidatesSink = {
+      candidate: (candidate, names) => {
+        if (calls++ === 0) {
+          const sql = `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = '${app}'`;
+          terminated = Number(execFileSync(path.join(postgresBin()!, "psql"), ["-h", "127.0.0.1", "-p", String(standby.port), "-U", "postgres", "-Atc", sql]).toString().trim());
+        }
+        body.candidate(candidate, names);
+      },
+      end: (result) => body.end(result),
+      flat: (answer) => body.flat(answer),
+      discard: () => body.discard(),
+    };
+    const out = await body.respond(routed.answer(query, true, cutting), () => undefined);
+    expect(terminated).toBeGreaterThan(0);
+    expect(calls).toBeGreaterThan(body.written);
+
+    const onlyPrimary = createApp({ db: database.db, config, log, metrics: createMetrics() });
+    const direct = await onlyPrimary.request("/allocation_candidates?resources=VCPU:1", {
+      headers: { "x-auth-token": "admin", "openstack-api-version": "placement 1.39", accept: "application/json" },
+    });
+    expect(JSON.parse((out as Buffer).toString())).toEqual(await direct.json());
+    expect(await servedBy(server.metrics)).toEqual({ primary: 1 });
   });
 
   // Last: it stops the standby.

@@ -88,6 +88,12 @@ export interface CandidatesSink {
   end(result: CandidatesResult): void;
   /** A whole answer of the flat statement (each candidate one provider taking every group's resources). */
   flat(answer: FlatAnswer): void;
+  /**
+   * Forget everything written so far, so the answer can be written again
+   * from the start (a read that failed on a standby runs again on the
+   * primary); false once some of it has left for the client.
+   */
+  discard(): boolean;
 }
 
 export type CandidatesConfig = Pick<
