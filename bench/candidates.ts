@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- candidates [--sizes 1000,10000 | none] [--reference-sizes 1000] [--iterations 20] [--no-reference] [--allocations K] [--usages N | --no-usages] [--shapes TEXT,...]`
+ * `npm run bench -- candidates [--sizes 1000,10000 | none] [--reference-sizes 1000] [--iterations 20] [--warm-up-seconds 3] [--no-reference] [--allocations K] [--usages N | --no-usages] [--shapes TEXT,...]`
  *
  * GET /allocation_candidates latency, side by side with the reference
  * Placement (Debian's python3-placement through ../shared/conformance/reference-server),
@@ -35,6 +35,8 @@ interface Options {
   sizes: number[];
   referenceSizes: number[];
   iterations: number;
+  /** Seconds of untimed requests each server gets first, at least (measure). */
+  warmUpSeconds: number;
   /** Consumers holding VCPU 2, MEMORY_MB 4096, DISK_GB 20 on every flat node (0: an empty cloud). */
   allocations: number;
   /** Consumers of the GET /usages data set (0: not measured). */
@@ -44,12 +46,13 @@ interface Options {
 }
 
 function parseArgs(args: string[]): Options {
-  const opts: Options = { sizes: [1000, 10000], referenceSizes: [1000], iterations: 20, allocations: 0, usages: 100_000, shapes: [] };
+  const opts: Options = { sizes: [1000, 10000], referenceSizes: [1000], iterations: 20, warmUpSeconds: 3, allocations: 0, usages: 100_000, shapes: [] };
   for (let i = 0; i < args.length; i++) {
     const next = () => args[++i] ?? "";
     if (args[i] === "--sizes") opts.sizes = next().split(",").filter((x) => x !== "" && x !== "none").map(Number);
     else if (args[i] === "--reference-sizes") opts.referenceSizes = next().split(",").filter(Boolean).map(Number);
     else if (args[i] === "--iterations") opts.iterations = Number(next());
+    else if (args[i] === "--warm-up-seconds") opts.warmUpSeconds = Number(next());
     else if (args[i] === "--no-reference") opts.referenceSizes = [];
     else if (args[i] === "--allocations") opts.allocations = Number(next());
     else if (args[i] === "--usages") opts.usages = Number(next());
@@ -375,9 +378,21 @@ const UNTIMED = 2;
  * after 100 ms), which is a property of the machine, not of either server,
  * and which swamps a 3 ms answer next to a 30 ms one. `warmUps` untimed
  * requests per server come first (fewer for answers that take the
- * reference seconds).
+ * reference seconds), and they go on until each server has also been
+ * warmed for `warmUpSeconds` of its own requests: a Node server's JIT
+ * reaches its steady state only after some thousands of calls of its hot
+ * functions, which twenty requests of a millisecond do not give it, and a
+ * production server answering a scheduler all day is in that steady state.
+ * The same rule applies to both servers (equal time, not equal counts), so
+ * an answer of seconds is warmed by `warmUps` alone.
  */
-export async function measure(servers: Array<{ name: string; port: number }>, shape: Shape, iterations: number, warmUps = 20): Promise<Array<Omit<Row, "size" | "shape" | "rss">>> {
+export async function measure(
+  servers: Array<{ name: string; port: number }>,
+  shape: Shape,
+  iterations: number,
+  warmUps = 20,
+  warmUpSeconds = 0,
+): Promise<Array<Omit<Row, "size" | "shape" | "rss">>> {
   const q = shape.path ?? `/allocation_candidates?${shape.query}`;
   const firsts: Array<Awaited<ReturnType<typeof get>>> = [];
   for (const s of servers) {
@@ -385,7 +400,8 @@ export async function measure(servers: Array<{ name: string; port: number }>, sh
     if (first.status !== 200) throw new Error(`${s.name} ${shape.name}: ${first.status} ${first.body.slice(0, 300)}`);
     firsts.push(first);
     // Warm-up: the JIT, the pools and PostgreSQL's caches, before anything is timed.
-    for (let i = 0; i < warmUps; i++) await get(s.port, q, shape.microversion);
+    const until = performance.now() + warmUpSeconds * 1000;
+    for (let i = 0; i < warmUps || performance.now() < until; i++) await get(s.port, q, shape.microversion);
   }
   const times: number[][] = servers.map(() => []);
   while (times[0].length < iterations) {
@@ -438,7 +454,7 @@ export default async function (args: string[]): Promise<void> {
           // The reference at 10,000 nodes takes seconds per answer: a few warm-ups, not twenty.
           const warmUps = withReference && size > 1000 ? 3 : 20;
           const rss = () => peakRssMb(ours.proc.pid);
-          for (const r of await measure(servers, shape, iterations, warmUps)) rows.push({ size, shape: shape.name, ...r, rss: r.server === "ours" ? rss() : undefined });
+          for (const r of await measure(servers, shape, iterations, warmUps, opts.warmUpSeconds)) rows.push({ size, shape: shape.name, ...r, rss: r.server === "ours" ? rss() : undefined });
           process.stderr.write(`${size} ${variant} ${shape.name}: done\n`);
         }
         peak = Math.max(peak, peakRssMb(ours.proc.pid));
@@ -465,7 +481,7 @@ export default async function (args: string[]): Promise<void> {
       servers.push({ name: "reference", port: ref.port });
     }
     try {
-      for (const r of await measure(servers, USAGES_SHAPE, opts.iterations)) {
+      for (const r of await measure(servers, USAGES_SHAPE, opts.iterations, 20, opts.warmUpSeconds)) {
         rows.push({ size: opts.usages, shape: USAGES_SHAPE.name, ...r, rss: r.server === "ours" ? peakRssMb(ours.proc.pid) : undefined });
       }
       process.stderr.write(`${opts.usages} consumers usages: done\n`);
