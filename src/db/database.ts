@@ -12,6 +12,7 @@ import { sqlState, sqlStateMeaning } from "./sql-state.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
 import { rootCause } from "../root-cause.js";
+import { keepPreparedStatements } from "./prepared.js";
 
 export type Db = NodePgDatabase<typeof schema>;
 export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
@@ -102,6 +103,7 @@ export function openDatabase(url: string, poolSize: number, log: Logger, limits:
     keepAliveInitialDelayMillis: 10_000,
   });
   pool.on("connect", parseNumbersInEveryQuery);
+  if (!limits.transactionPooler) keepPreparedStatements(pool);
   watchConnections(pool, log);
   const db = drizzle(pool, { schema });
   return { pool, db, close: () => pool.end() };

@@ -24,6 +24,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { Queryable, Tx } from "../db/database.js";
+import { executePrepared } from "../db/prepared.js";
 import { AllocationsNotFound, CapacityExceeded, ClassNotFound, ProviderNotFound, type ClassLookup } from "./errors.js";
 import { getProviderByUuid, type ProviderRow } from "./providers.js";
 import { writeTransaction, type Store } from "./store.js";
@@ -134,7 +135,8 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
   // remembering what they held: a provider already over capacity may take back as much.
   const released: Released[] = [];
   if (existing.length > 0) {
-    const freed = await tx.execute<Released>(
+    const freed = await executePrepared<Released>(
+      tx,
       sql`DELETE FROM allocations WHERE consumer_id = ANY(${sql.param(existing)}::int[])
           RETURNING resource_provider_id AS "providerId", resource_class_id AS "classId", used`,
     );
@@ -173,16 +175,19 @@ async function lockProvidersAndResolveClasses(
   classNames: string[],
 ): Promise<{ providers: ProviderLock[]; classIds: Map<string, number> }> {
   // UNION ALL runs its branches in order: the provider locks are all taken before the inventory locks.
+  // The providers are found through a union of the two lookups rather than an OR of them: PostgreSQL
+  // answers `uuid = ANY(...) OR id IN (subquery)` by reading every provider, and this by two index lookups.
   const inventoryLocks =
     rewrittenConsumerIds.length === 0
       ? sql``
       : sql`UNION ALL
     SELECT 'i', count(*)::int, '' FROM (${inventoryRowsToLock(sql`SELECT id FROM locked`, rewrittenConsumerIds)}) inventory_rows`;
-  const res = await tx.execute<{ kind: "p" | "c" | "i"; id: number; name: string }>(sql`
+  const res = await executePrepared<{ kind: "p" | "c" | "i"; id: number; name: string }>(tx, sql`
     WITH locked AS (
       SELECT id, uuid FROM resource_providers
-      WHERE uuid = ANY(${sql.param(uuids)}::text[])
-         OR id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY(${sql.param(emptiedConsumerIds)}::int[]))
+      WHERE id IN (SELECT id FROM resource_providers WHERE uuid = ANY(${sql.param(uuids)}::text[])
+                   UNION ALL
+                   SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY(${sql.param(emptiedConsumerIds)}::int[]))
       ORDER BY id FOR NO KEY UPDATE
     )
     SELECT 'p' AS kind, id, uuid AS name FROM locked
@@ -215,7 +220,7 @@ async function writeWithinCapacity(
   providers: readonly ProviderLock[],
   consumers: ReadonlyArray<{ id: number }>,
 ): Promise<void> {
-  const res = await tx.execute<InventoryUsage & { ok: boolean }>(sql`
+  const res = await executePrepared<InventoryUsage & { ok: boolean }>(tx, sql`
     WITH req AS (
       SELECT * FROM unnest(${sql.param(wanted.map((a) => a.consumerId))}::int[], ${sql.param(wanted.map((a) => a.providerId))}::int[],
                            ${sql.param(wanted.map((a) => a.classId))}::int[], ${sql.param(wanted.map((a) => a.used))}::bigint[])

@@ -8,6 +8,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { Tx } from "../db/database.js";
+import { executePrepared } from "../db/prepared.js";
 import { GenerationConflict } from "./errors.js";
 
 export type ConsumerRow = {
@@ -63,7 +64,8 @@ const CONSUMER_COLUMNS = sql`id, uuid, generation, project_id AS "projectId", us
 export async function lockConsumers(tx: Tx, uuids: readonly string[]): Promise<Map<string, ConsumerRow>> {
   const found = new Map<string, ConsumerRow>();
   if (uuids.length === 0) return found;
-  const res = await tx.execute<ConsumerRow>(
+  const res = await executePrepared<ConsumerRow>(
+    tx,
     sql`SELECT ${CONSUMER_COLUMNS} FROM consumers WHERE uuid = ANY(${sql.param([...new Set(uuids)])}::text[]) ORDER BY uuid FOR UPDATE`,
   );
   for (const r of res.rows) found.set(r.uuid, r);
@@ -110,7 +112,7 @@ async function upsertWithKnownOwners(tx: Tx, consumers: readonly ConsumerOwner[]
   const rows = new Map<string, LockedConsumer>();
   if (consumers.length === 0) return rows;
   const sorted = [...consumers].sort((a, b) => (a.uuid < b.uuid ? -1 : a.uuid > b.uuid ? 1 : 0));
-  const res = await tx.execute<LockedConsumer>(sql`
+  const res = await executePrepared<LockedConsumer>(tx, sql`
     INSERT INTO consumers AS c (uuid, project_id, user_id, consumer_type_id, generation)
     SELECT x.uuid, p.id, u.id, ct.id, 0
     FROM unnest(${sql.param(sorted.map((c) => c.uuid))}::text[], ${sql.param(sorted.map((c) => c.project))}::text[],
@@ -145,7 +147,7 @@ export function checkConsumerGeneration(uuid: string, actual: number | null, giv
 /** Placement removes a consumer once it holds nothing; so do we, in the same transaction as the write that emptied it. */
 export async function deleteConsumersWithoutAllocations(tx: Tx, ids: readonly number[]): Promise<void> {
   if (ids.length === 0) return;
-  await tx.execute(sql`
+  await executePrepared(tx, sql`
     DELETE FROM consumers c WHERE c.id = ANY(${sql.param([...ids])}::int[])
       AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)`);
 }
