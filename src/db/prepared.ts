@@ -36,13 +36,18 @@ interface DrizzleSession {
 const MAX_NAMES = 256;
 const names = new Map<string, string>();
 
-/** A statement's name: a hash of its text, so one name never means two texts on one connection. */
-function nameOf(text: string): string {
-  let name = names.get(text);
+/**
+ * A statement's name: `prefix` and a hash of its text, so one name never
+ * means two texts on one connection; kept in `cache` (at most `max` texts),
+ * since hashing a text of kilobytes at every request costs more than a
+ * lookup of it.
+ */
+export function statementNameOf(cache: Map<string, string>, text: string, prefix: string, max: number): string {
+  let name = cache.get(text);
   if (name === undefined) {
-    if (names.size >= MAX_NAMES) names.clear();
-    name = `pl_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`;
-    names.set(text, name);
+    if (cache.size >= max) cache.clear();
+    name = `${prefix}${createHash("sha1").update(text).digest("hex").slice(0, 16)}`;
+    cache.set(text, name);
   }
   return name;
 }
@@ -52,5 +57,5 @@ export async function executePrepared<T extends Record<string, unknown>>(q: Quer
   const session = (q as unknown as { session?: DrizzleSession }).session;
   if (!session || !sessionClients.has(session.client as pg.PoolClient)) return (await q.execute<T>(query)) as pg.QueryResult<T>;
   const compiled = session.dialect.sqlToQuery(query);
-  return (await session.prepareQuery(compiled, undefined, nameOf(compiled.sql), false).execute()) as pg.QueryResult<T>;
+  return (await session.prepareQuery(compiled, undefined, statementNameOf(names, compiled.sql, "pl_", MAX_NAMES), false).execute()) as pg.QueryResult<T>;
 }

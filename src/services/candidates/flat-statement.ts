@@ -55,9 +55,9 @@
  * (message, array, a parser per field) cost more than scanning one string,
  * and the scan reads numbers without making a string or a Map for each.
  */
-import { createHash } from "node:crypto";
 import type pg from "pg";
 import type { Db } from "../../db/database.js";
+import { statementNameOf } from "../../db/prepared.js";
 import type { CandidatesQuery, RequestGroup } from "../../query/request-groups.js";
 import { unique } from "../../query/values.js";
 import { canTakeSql } from "../rules/capacity.js";
@@ -120,28 +120,12 @@ export interface FlatStatementState {
   providerEstimate?: number;
   /** Prepared per connection under a name (false behind a transaction pooler: planned at every request). */
   namedStatements: boolean;
-  /** Each statement text seen to its name (see statementName). */
+  /** Each statement text seen to its name (statementNameOf). */
   names: Map<string, string>;
 }
 
 /** Distinct statement texts kept named: request shapes are few, but a client can make many. */
 const NAMED_TEXTS = 512;
-
-/**
- * The prepared name of `text`: its hash, computed once per text. Hashing the
- * text (some 2 KB) at every request was a visible part of a small answer's
- * server time; a Map lookup of the same string costs a fraction of it.
- */
-function statementName(state: FlatStatementState, text: string): string {
-  const { names } = state;
-  let name = names.get(text);
-  if (name === undefined) {
-    if (names.size >= NAMED_TEXTS) names.clear();
-    name = `ac_flat_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`;
-    names.set(text, name);
-  }
-  return name;
-}
 
 /**
  * The flat answer to `query`, at most `limit` candidates: the first in id
@@ -217,7 +201,7 @@ export async function flatCandidates(
     UNION ALL
     SELECT 'x', count(*)::int, string_agg(a.id || ' ' || a.key || coalesce(' ' || a.used, ''), ',' ORDER BY a.id) FROM anchor a`;
   // One prepared statement per request shape and connection; the name is the text's hash.
-  const name = state.namedStatements ? statementName(state, text) : undefined;
+  const name = state.namedStatements ? statementNameOf(state.names, text, "ac_flat_", NAMED_TEXTS) : undefined;
   const statement = { name, text, values, rowMode: "array" as const };
   const answer = async (run: Runner): Promise<FlatAnswer | undefined> => {
     const result = await run.query<unknown[]>(statement);
