@@ -164,9 +164,11 @@ const columns = (inv: InventoryData) => ({
  * nothing more than the trigger's own batch.
  */
 export function inventoryRowsToLock(providerIds: SQL, consumerIds: readonly number[]): SQL {
+  // One IN over a union, not an OR of two INs: PostgreSQL answers the OR by reading every inventory row.
   return sql`SELECT id FROM inventories
-    WHERE resource_provider_id IN (${providerIds})
-       OR resource_provider_id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY(${sql.param(consumerIds)}::int[]))
+    WHERE resource_provider_id IN (${providerIds}
+                                   UNION ALL
+                                   SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY(${sql.param(consumerIds)}::int[]))
     ORDER BY id FOR UPDATE`;
 }
 
