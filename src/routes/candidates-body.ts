@@ -12,6 +12,7 @@ import { ascii, BodyWriter } from "../http/body-writer.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
 import type { Candidate } from "../services/candidates/combine.js";
 import type { CandidatesResult } from "../services/candidates/engine.js";
+import { IdMap } from "../services/candidates/id-map.js";
 import type { FlatAnswer } from "../services/candidates/flat-statement.js";
 import type { NamesById } from "../services/candidates/generate.js";
 import type { CandidatesSink } from "../services/candidates/service.js";
@@ -24,7 +25,7 @@ export class CandidatesBody implements CandidatesSink {
   /** The flat statement's answer, whole. */
   private whole?: Buffer<ArrayBuffer>;
   /** Each provider's uuid as a quoted JSON string, encoded once per response. */
-  private readonly quoted = new Map<number, Buffer>();
+  private readonly quoted = new IdMap<Buffer>();
   private writeOne?: (cand: Candidate, names: NamesById) => void;
   private count = 0;
   private large?: () => void;

@@ -15,6 +15,7 @@ import { unique } from "../../query/values.js";
 import { SHARING_TRAIT } from "./cloud-shape.js";
 import { spreadOptions, type GroupOption } from "./combine.js";
 import type { AnchorSource } from "./generate.js";
+import { IdMap } from "./id-map.js";
 import { EMPTY, planBatch, resourcelessProviders, type Members, type Scope } from "./plan.js";
 import { loadTrees, loadTreesAfter, memberships, rootsOf, sharingAnchors, type IdsByName, type TreeData } from "./sql.js";
 
@@ -52,7 +53,7 @@ export async function loadMembers(tx: Queryable, query: CandidatesQuery, names: 
  * anchors, and only those are read.
  */
 export function generalSource(tx: Queryable, query: CandidatesQuery, names: IdsByName, treeRoots: Map<string, number>, members: Members): AnchorSource {
-  const rootOf = new Map<number, number>();
+  const rootOf = new IdMap<number>();
   // The sharing providers' own trees, loaded with the first batch; their inventories join every batch's.
   let sharingTrees: TreeData | undefined;
   const sharingRoots = new Set<number>();

@@ -8,6 +8,7 @@
 import type { Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
 import { candidateKey, mergeGroups, roundRobin, shuffle, sortByKey, type Candidate, type GroupOption } from "./combine.js";
+import { IdMap, IdSet } from "./id-map.js";
 import { loadTrees, type TreeData, type TreeInventory, type TreeProvider } from "./sql.js";
 
 export interface EngineOptions {
@@ -89,10 +90,10 @@ export async function generate(
   const caps = [params.limit ?? Infinity, opts.maxCandidates > 0 ? opts.maxCandidates : Infinity];
   const cap = Math.min(...caps);
 
-  const providers = new Map<number, TreeProvider>();
-  const byProvider = new Map<number, TreeInventory[]>();
-  const traitNames = new Map<number, string[]>();
-  const loadedRoots = new Set<number>();
+  const providers = new IdMap<TreeProvider>();
+  const byProvider = new IdMap<TreeInventory[]>();
+  const traitNames = new IdMap<string[]>();
+  const loadedRoots = new IdSet();
   const ingest = (data: TreeData) => {
     for (const p of data.providers) {
       providers.set(p.id, p);
@@ -129,7 +130,7 @@ export async function generate(
 
   const out: Candidate[] = [];
   let count = 0;
-  const used = new Set<number>();
+  const used = new IdSet();
   const sink = opts.randomize ? undefined : opts.onCandidate;
   const names: NamesById = { uuidOf: (id) => providers.get(id)!.uuid, resourceClassName: (id) => rcNames.get(id)! };
   const seen = new Set<string>();
@@ -201,9 +202,9 @@ export async function generate(
 
   // Summaries: every provider of every tree the candidates take resources from (only the used providers for pre-1.29 requests).
   const usedRoots = new Set([...used].map(rootOfProvider));
+  // In id order: IdMap's values are.
   const summaries: ProviderSummary[] = [...providers.values()]
     .filter((p) => (excludeNested ? used.has(p.id) : usedRoots.has(p.rootId)))
-    .sort((a, b) => a.id - b.id)
     // Inventories in class id order, as every path shows them.
     .map((p) => ({ provider: p, inventories: sortByKey(byProvider.get(p.id) ?? [], (inv) => inv.resourceClassId), traits: traitNames.get(p.id) ?? [] }));
 

@@ -36,7 +36,7 @@ export interface Planned {
 /** The inventories a batch may draw on (its trees' and every sharing provider's), and each provider's root. */
 export interface Scope {
   inventories: TreeInventory[];
-  rootOf: Map<number, number>;
+  rootOf: Pick<Map<number, number>, "get">;
   /**
    * The batch's roots, the only anchors planned for: a sharing provider
    * anchors into trees of every batch, and options for the others' anchors
