@@ -33,9 +33,7 @@ describe("IdMap", () => {
         theirs.set(id, `v${i}`);
       }
       expect(ours.get(id)).toBe(theirs.get(id));
-      expect(ours.has(id)).toBe(theirs.has(id));
     }
-    expect(ours.size).toBe(theirs.size);
     const ids = [...theirs.keys()].sort((a, b) => a - b);
     expect([...ours.keys()]).toEqual(ids);
     expect([...ours.values()]).toEqual(ids.map((id) => theirs.get(id)));
@@ -44,16 +42,15 @@ describe("IdMap", () => {
   it("holds nothing after clear, and fills again", () => {
     const m = new IdMap<number>().set(3, 30).set(2000, 20);
     m.clear();
-    expect(m.size).toBe(0);
     expect(m.get(3)).toBeUndefined();
     expect([...m.keys()]).toEqual([]);
     m.set(2000, 21);
     expect([...m.values()]).toEqual([21]);
   });
 
-  it("counts a replaced value once", () => {
+  it("holds a replaced value once", () => {
     const m = new IdMap<string>().set(9, "a").set(9, "b");
-    expect(m.size).toBe(1);
+    expect([...m.keys()]).toEqual([9]);
     expect(m.get(9)).toBe("b");
   });
 });
@@ -63,7 +60,6 @@ describe("IdSet", () => {
     const s = new IdSet();
     for (const id of [4097, 3, 1024, 3, 1023, LARGEST_ID]) s.add(id);
     expect([...s]).toEqual([3, 1023, 1024, 4097, LARGEST_ID]);
-    expect(s.size).toBe(5);
     expect(s.has(1024)).toBe(true);
     expect(s.has(1025)).toBe(false);
   });

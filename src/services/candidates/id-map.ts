@@ -17,15 +17,10 @@ export class IdMap<T> {
   /** The numbers of the pages made, so iterating never walks the holes of a sparse `pages`. */
   private made: number[] = [];
   private madeInOrder = true;
-  private count = 0;
 
   get(id: number): T | undefined {
     const page = this.pages[id >>> PAGE_BITS];
     return page === undefined ? undefined : page[id & SLOT];
-  }
-
-  has(id: number): boolean {
-    return this.get(id) !== undefined;
   }
 
   set(id: number, value: T): this {
@@ -36,20 +31,14 @@ export class IdMap<T> {
       if (this.made.length > 0 && p < this.made[this.made.length - 1]) this.madeInOrder = false;
       this.made.push(p);
     }
-    if (page[id & SLOT] === undefined) this.count++;
     page[id & SLOT] = value;
     return this;
-  }
-
-  get size(): number {
-    return this.count;
   }
 
   clear(): void {
     this.pages = [];
     this.made = [];
     this.madeInOrder = true;
-    this.count = 0;
   }
 
   /** The ids held, in increasing order. */
@@ -85,10 +74,6 @@ export class IdSet {
 
   has(id: number): boolean {
     return this.map.get(id) !== undefined;
-  }
-
-  get size(): number {
-    return this.map.size;
   }
 
   /** The ids, in increasing order. */
