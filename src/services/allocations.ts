@@ -177,6 +177,9 @@ async function lockProvidersAndResolveClasses(
   // UNION ALL runs its branches in order: the provider locks are all taken before the inventory locks.
   // The providers are found through a union of the two lookups rather than an OR of them: PostgreSQL
   // answers `uuid = ANY(...) OR id IN (subquery)` by reading every provider, and this by two index lookups.
+  // The union is an array (computed once, before any lock) rather than an IN: a row this statement waited
+  // for is checked again in its new version, and through the semi-join of an IN that check could drop it
+  // (a provider another claim had just bumped came back "does not exist"); against an array it cannot.
   const inventoryLocks =
     rewrittenConsumerIds.length === 0
       ? sql``
@@ -185,9 +188,9 @@ async function lockProvidersAndResolveClasses(
   const res = await executePrepared<{ kind: "p" | "c" | "i"; id: number; name: string }>(tx, sql`
     WITH locked AS (
       SELECT id, uuid FROM resource_providers
-      WHERE id IN (SELECT id FROM resource_providers WHERE uuid = ANY(${sql.param(uuids)}::text[])
-                   UNION ALL
-                   SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY(${sql.param(emptiedConsumerIds)}::int[]))
+      WHERE id = ANY(ARRAY(SELECT id FROM resource_providers WHERE uuid = ANY(${sql.param(uuids)}::text[])
+                           UNION ALL
+                           SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY(${sql.param(emptiedConsumerIds)}::int[])))
       ORDER BY id FOR NO KEY UPDATE
     )
     SELECT 'p' AS kind, id, uuid AS name FROM locked

@@ -164,11 +164,13 @@ const columns = (inv: InventoryData) => ({
  * nothing more than the trigger's own batch.
  */
 export function inventoryRowsToLock(providerIds: SQL, consumerIds: readonly number[]): SQL {
-  // One IN over a union, not an OR of two INs: PostgreSQL answers the OR by reading every inventory row.
+  // One array of a union, not an OR of two INs: PostgreSQL answers the OR by reading every inventory row.
+  // An array, not an IN, so a row waited for is checked again against a value, not through a join (see
+  // the provider lock in allocations.ts).
   return sql`SELECT id FROM inventories
-    WHERE resource_provider_id IN (${providerIds}
-                                   UNION ALL
-                                   SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY(${sql.param(consumerIds)}::int[]))
+    WHERE resource_provider_id = ANY(ARRAY(${providerIds}
+                                           UNION ALL
+                                           SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY(${sql.param(consumerIds)}::int[])))
     ORDER BY id FOR UPDATE`;
 }
 

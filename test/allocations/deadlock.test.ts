@@ -10,21 +10,10 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newUuid, startHarness, type Harness } from "../support/harness.js";
-import { claimBody, createProvider, overcommitted, ownerDrift, PROJECT, usageDrift, usedOn, USER, type Provider } from "./fixtures.js";
+import { claimBody, createProvider, overcommitted, ownerDrift, PROJECT, untilSomeoneWaitsOnALock, usageDrift, usedOn, USER, type Provider } from "./fixtures.js";
 
 const harnesses: Harness[] = [];
 afterAll(async () => Promise.all(harnesses.map((h) => h.close())));
-
-/** Returns once another session of this database is blocked on a lock (or after 5 s). */
-async function untilSomeoneWaitsOnALock(observer: pg.Client): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    const waiting = await observer.query(
-      "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
-    );
-    if (waiting.rowCount) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /**
  * Makes `request` deadlock: a raw session locks the second provider's rows of

@@ -4,6 +4,7 @@
  * routes have tests of their own), plus invariant checks read from the tables.
  */
 import { randomUUID } from "node:crypto";
+import type pg from "pg";
 import type { Harness } from "../support/harness.js";
 
 export interface InventorySpec {
@@ -107,4 +108,15 @@ export function claimBody(providerUuid: string, resources: Record<string, number
     consumer_generation: generation,
     ...extra,
   };
+}
+
+/** Returns once another session of this database is blocked on a lock (or after 5 s). */
+export async function untilSomeoneWaitsOnALock(observer: pg.Client): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const waiting = await observer.query(
+      "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
+    );
+    if (waiting.rowCount) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }

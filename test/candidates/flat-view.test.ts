@@ -1,0 +1,194 @@
+/**
+ * Flat candidates are answered from a copy of the cloud kept in memory and
+ * brought up to date from the change feed at every request (flat-view.ts).
+ * These tests show a summary first (so the provider is in the copy), then
+ * change the provider every way it can change, through the API and behind
+ * its back, and check that the next answer shows the change; then the cases
+ * where the feed cannot say what changed, and writers racing readers.
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Harness } from "../support/harness.js";
+import { custom, everyPath, startData, type Data } from "./data.js";
+
+let t: Harness;
+let d: Data;
+beforeAll(async () => void ({ t, d } = await startData()));
+afterAll(async () => t.close());
+
+const summaryOf = async (uuid: string, resources: string) => {
+  const res = await t.request("GET", `/allocation_candidates?resources=${resources}`);
+  expect(res.status).toBe(200);
+  return res.body.provider_summaries[uuid];
+};
+
+const generation = async (uuid: string) => (await t.request("GET", `/resource_providers/${uuid}`)).body.generation as number;
+
+describe("the flat view", () => {
+  it("follow inventory, trait and usage changes made through the API after a summary was shown", async () => {
+    const [CPU, MEM, A, B] = [custom("CPU"), custom("MEM"), custom("A"), custom("B")];
+    const p = await d.provider({ inventory: { [CPU]: 4 }, traits: [A] });
+    await t.request("PUT", `/resource_classes/${MEM}`);
+    await t.request("PUT", `/traits/${B}`);
+    expect(await summaryOf(p.uuid, `${CPU}:1`)).toEqual({
+      resources: { [CPU]: { capacity: 4, used: 0 } },
+      traits: [A],
+      parent_provider_uuid: null,
+      root_provider_uuid: p.uuid,
+    });
+
+    const put = await t.request("PUT", `/resource_providers/${p.uuid}/inventories`, {
+      body: { resource_provider_generation: await generation(p.uuid), inventories: { [CPU]: { total: 8 }, [MEM]: { total: 16, allocation_ratio: 1.5 } } },
+    });
+    expect(put.status).toBe(200);
+    expect((await summaryOf(p.uuid, `${CPU}:1`)).resources).toEqual({ [CPU]: { capacity: 8, used: 0 }, [MEM]: { capacity: 24, used: 0 } });
+
+    const traits = await t.request("PUT", `/resource_providers/${p.uuid}/traits`, {
+      body: { resource_provider_generation: await generation(p.uuid), traits: [A, B] },
+    });
+    expect(traits.status).toBe(200);
+    // Traits in id order: A was created first.
+    expect((await summaryOf(p.uuid, `${CPU}:1`)).traits).toEqual([A, B]);
+
+    const consumer = randomUUID();
+    const claim = await t.request("PUT", `/allocations/${consumer}`, {
+      body: {
+        allocations: { [p.uuid]: { resources: { [CPU]: 3, [MEM]: 5 } } },
+        project_id: randomUUID(),
+        user_id: randomUUID(),
+        consumer_generation: null,
+        consumer_type: "INSTANCE",
+      },
+    });
+    expect(claim.status).toBe(204);
+    expect((await summaryOf(p.uuid, `${CPU}:1`)).resources).toEqual({ [CPU]: { capacity: 8, used: 3 }, [MEM]: { capacity: 24, used: 5 } });
+
+    // Freeing usage does not bump the generation (as in Placement); the summary must still show it.
+    const before = await generation(p.uuid);
+    expect((await t.request("DELETE", `/allocations/${consumer}`)).status).toBe(204);
+    expect(await generation(p.uuid)).toBe(before);
+    expect((await summaryOf(p.uuid, `${CPU}:1`)).resources).toEqual({ [CPU]: { capacity: 8, used: 0 }, [MEM]: { capacity: 24, used: 0 } });
+  });
+
+  it("follow changes written straight into the tables, which bump no generation", async () => {
+    const [CPU, A, B] = [custom("CPU"), custom("A"), custom("B")];
+    const p = await d.provider({ inventory: { [CPU]: 4 }, traits: [A] });
+    expect(await summaryOf(p.uuid, `${CPU}:1`)).toMatchObject({ resources: { [CPU]: { capacity: 4, used: 0 } }, traits: [A] });
+    const gen = await generation(p.uuid);
+
+    // An operator's UPDATE in psql: only the row changes.
+    await t.sql(`UPDATE inventories SET total = 6, allocation_ratio = 2 WHERE resource_provider_id = $1`, [p.id]);
+    expect((await summaryOf(p.uuid, `${CPU}:1`)).resources).toEqual({ [CPU]: { capacity: 12, used: 0 } });
+    await d.trait(p, B);
+    expect((await summaryOf(p.uuid, `${CPU}:1`)).traits).toEqual([A, B]);
+    await t.sql(`DELETE FROM resource_provider_traits WHERE resource_provider_id = $1`, [p.id]);
+    expect((await summaryOf(p.uuid, `${CPU}:1`)).traits).toEqual([]);
+    const MEM = custom("MEM");
+    await d.inventory(p, MEM, { total: 7 });
+    expect((await summaryOf(p.uuid, `${CPU}:1`)).resources).toEqual({ [CPU]: { capacity: 12, used: 0 }, [MEM]: { capacity: 7, used: 0 } });
+    await d.allocate(p, MEM, 2);
+    expect((await summaryOf(p.uuid, `${CPU}:1`)).resources[MEM]).toEqual({ capacity: 7, used: 2 });
+    expect(await generation(p.uuid)).toBe(gen);
+  });
+
+  it("reads the whole cloud again when the feed rows after its place were pruned", async () => {
+    const CPU = custom("CPU");
+    const p = await d.provider({ inventory: { [CPU]: 4 } });
+    const q = await d.provider({ inventory: { [CPU]: 4 } });
+    expect((await summaryOf(p.uuid, `${CPU}:1`)).resources[CPU].capacity).toBe(4);
+    await t.sql(`UPDATE provider_changes_horizon SET retention = 1, prune_every = 1`);
+    try {
+      // p's change gets the next seq; each later transaction prunes every row but the newest.
+      await t.sql(`UPDATE inventories SET total = 6 WHERE resource_provider_id = $1`, [p.id]);
+      await t.sql(`UPDATE inventories SET total = 5 WHERE resource_provider_id = $1`, [q.id]);
+      await t.sql(`UPDATE inventories SET total = 3 WHERE resource_provider_id = $1`, [q.id]);
+      const [{ rows }] = await t.sql<{ rows: number }>(`SELECT count(*)::int AS rows FROM provider_changes`);
+      expect(rows).toBe(1);
+      expect((await summaryOf(p.uuid, `${CPU}:1`)).resources[CPU].capacity).toBe(6);
+      expect((await summaryOf(q.uuid, `${CPU}:1`)).resources[CPU].capacity).toBe(3);
+    } finally {
+      await t.sql(`UPDATE provider_changes_horizon SET retention = 100000, prune_every = 1000`);
+    }
+  });
+
+  it("keeps each writer's own writes visible to its next read while other writers race it", async () => {
+    const CPU = custom("CPU");
+    const workers = 6;
+    const providers = await Promise.all(Array.from({ length: workers }, () => d.provider({ inventory: { [CPU]: 100 } })));
+    // Two apps, so two copies follow the feed at once.
+    const other = t.requestVia({ forcePath: "flat-view" });
+    const claim = (uuid: string, consumer: string, amount: number) =>
+      t.request("PUT", `/allocations/${consumer}`, {
+        body: {
+          allocations: { [uuid]: { resources: { [CPU]: amount } } },
+          project_id: randomUUID(),
+          user_id: randomUUID(),
+          consumer_generation: null,
+          consumer_type: "INSTANCE",
+        },
+      });
+    await Promise.all(
+      providers.map(async (p, w) => {
+        const read = w % 2 === 0 ? t.request : other;
+        let previous: string | undefined;
+        for (let i = 0; i < 12; i++) {
+          const amount = 1 + ((w * 7 + i * 13) % 50);
+          const consumer = randomUUID();
+          expect((await claim(p.uuid, consumer, amount)).status).toBe(204);
+          if (previous) expect((await t.request("DELETE", `/allocations/${previous}`)).status).toBe(204);
+          previous = consumer;
+          const res = await read("GET", `/allocation_candidates?resources=${CPU}:1&in_tree=${p.uuid}`);
+          expect(res.status).toBe(200);
+          expect(res.body.provider_summaries[p.uuid].resources[CPU]).toEqual({ capacity: 100, used: amount });
+        }
+      }),
+    );
+    // Once the writers are done, every path answers alike.
+    const walk = everyPath(t);
+    await walk(`resources=${CPU}:10`);
+    await walk(`resources=${CPU}:60&limit=2`);
+  });
+});
+
+describe("the flat view on a cloud of its own", () => {
+  it("reads the whole cloud again when the feed went back (a database restored from an older backup)", async () => {
+    const own = await startData();
+    try {
+      const CPU = custom("CPU");
+      const p = await own.d.provider({ inventory: { [CPU]: 4 } });
+      const summary = async () => (await own.t.request("GET", `/allocation_candidates?resources=${CPU}:1`)).body.provider_summaries[p.uuid];
+      expect((await summary()).resources[CPU].capacity).toBe(4);
+      // The restored database's feed is behind the copy: its next seq is one the copy has passed.
+      await own.t.sql(`DELETE FROM provider_changes`);
+      await own.t.sql(`SELECT setval('provider_changes_seq', 1, false)`);
+      await own.t.sql(`UPDATE inventories SET total = 9 WHERE resource_provider_id = $1`, [p.id]);
+      expect((await summary()).resources[CPU].capacity).toBe(9);
+    } finally {
+      await own.t.close();
+    }
+  });
+
+  it("hands a cloud that gained a tree to the engine, and answers from a new copy once it is flat again", async () => {
+    const own = await startData();
+    try {
+      const CPU = custom("CPU");
+      const root = await own.d.provider({ inventory: { [CPU]: 4 } });
+      const get = async () => (await own.t.request("GET", `/allocation_candidates?resources=${CPU}:1`)).body;
+      expect(Object.keys((await get()).provider_summaries)).toEqual([root.uuid]);
+
+      const child = await own.d.provider({ parent: root, inventory: { [CPU]: 2 } });
+      const nested = await get();
+      expect(nested.allocation_requests).toHaveLength(2);
+      expect(nested.provider_summaries[child.uuid]).toMatchObject({ parent_provider_uuid: root.uuid, root_provider_uuid: root.uuid });
+
+      await own.t.sql(`DELETE FROM inventories WHERE resource_provider_id = $1`, [child.id]);
+      await own.t.sql(`DELETE FROM resource_providers WHERE id = $1`, [child.id]);
+      expect(Object.keys((await get()).provider_summaries)).toEqual([root.uuid]);
+      await own.t.sql(`UPDATE inventories SET total = 7 WHERE resource_provider_id = $1`, [root.id]);
+      expect((await get()).provider_summaries[root.uuid].resources[CPU].capacity).toBe(7);
+      await everyPath(own.t)(`resources=${CPU}:5`);
+    } finally {
+      await own.t.close();
+    }
+  });
+});
