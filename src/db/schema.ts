@@ -86,14 +86,6 @@ export const inventories = pgTable(
      * inventory_usage_triggers migration), so reads need not sum allocations.
      */
     used: bigint("used", { mode: "number" }).notNull().default(0),
-    /**
-     * When this provider's summary details (its inventories' capacities, its
-     * traits) last changed, in microseconds since the epoch, strictly
-     * increasing per provider: set by triggers (see the provider_details_version
-     * migration). Allocation candidates key what they keep of a provider on
-     * the count of its inventory rows and their largest version.
-     */
-    detailsVersion: bigint("details_version", { mode: "number" }).notNull().default(0),
     ...timestamps,
   },
   (t) => [

@@ -3,11 +3,9 @@
  * transaction, keeping every id so lists come out in the same order as
  * upstream's (both order by id) and every generation exactly.
  *
- * Our triggers stay on and do their work: inventories are written after
- * their provider's traits (so the trait trigger has nothing to re-version)
- * and before the allocations, whose statement trigger then adds each
- * consumer's usage to inventories.used; every inventory row gets a fresh
- * details_version on insert.
+ * Our triggers stay on and do their work: inventories are written before
+ * the allocations, whose statement trigger then adds each consumer's usage
+ * to inventories.used, and every write is noted in the change feed.
  */
 import type pg from "pg";
 import type { TableName, UpstreamData } from "./read.js";

@@ -5,7 +5,7 @@
  * bytes: a huge answer (tens of thousands of nested candidates) kept as
  * strings until the end grows the heap by several times its size; written as
  * it comes, each piece is garbage at once and the bytes leave in 64 KB
- * chunks. From the flat statement, the whole body at once
+ * chunks. From the flat view, the whole body at once
  * (flat-candidates-body.ts).
  */
 import { ascii, BodyWriter } from "../http/body-writer.js";
@@ -13,7 +13,7 @@ import type { CandidatesQuery } from "../query/request-groups.js";
 import type { Candidate } from "../services/candidates/combine.js";
 import type { CandidatesResult } from "../services/candidates/engine.js";
 import { IdMap } from "../services/candidates/id-map.js";
-import type { FlatAnswer } from "../services/candidates/flat-statement.js";
+import type { FlatAnswer } from "../services/candidates/flat-answer.js";
 import type { NamesById } from "../services/candidates/generate.js";
 import type { CandidatesSink } from "../services/candidates/service.js";
 import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN, type ResponseShape } from "./candidates-shape.js";
@@ -22,7 +22,7 @@ import { renderFlatBody, type FlatBodyPieces } from "./flat-candidates-body.js";
 export class CandidatesBody implements CandidatesSink {
   /** The engine's answer, made with its first candidate or its end. */
   private writer?: BodyWriter;
-  /** The flat statement's answer, whole. */
+  /** The flat view's answer, whole. */
   private whole?: Buffer<ArrayBuffer>;
   /** Each provider's uuid as a quoted JSON string, encoded once per response. */
   private readonly quoted = new IdMap<Buffer>();

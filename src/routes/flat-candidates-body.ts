@@ -1,5 +1,5 @@
 /**
- * The body of a flat answer (services/candidates/flat-statement.ts): every
+ * The body of a flat answer (services/candidates/flat-answer.ts): every
  * candidate is one provider taking every group's resources (amounts of a
  * class added up, classes in order of first mention), so each allocation
  * request is one template per request with the provider's uuid put in.
@@ -13,16 +13,16 @@
  * braces and commas) one call each; kept whole, a provider costs one copy for
  * its request and one per inventory for its summary, with only the usage
  * written per answer. The pieces are kept (FlatBodyPieces, one per app) on
- * the details object provider-details.ts keeps, which it replaces when the
- * provider changes, and tagged with the class names they were made with (a
+ * the details object the flat view keeps (flat-view.ts), which it replaces
+ * when the provider's capacities or traits change, and tagged with the class names they were made with (a
  * class renamed before 1.7 renames them). Uuids come from the database in
  * canonical form and names are [A-Z0-9_]+, so no piece needs escaping. A
  * flat answer is bounded by the number of providers, so it is never streamed.
  */
 import { ascii, BodyWriter } from "../http/body-writer.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
-import type { FlatAnswer } from "../services/candidates/flat-statement.js";
-import type { ProviderDetails } from "../services/candidates/provider-details.js";
+import type { FlatAnswer } from "../services/candidates/flat-answer.js";
+import type { ProviderDetails } from "../services/candidates/flat-view.js";
 import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN, type ResponseShape } from "./candidates-shape.js";
 
 interface EncodedProvider {

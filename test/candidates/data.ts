@@ -105,7 +105,7 @@ export async function startData(): Promise<{ t: Harness; d: Data }> {
 }
 
 /** The paths that can answer on a flat cloud (the general plan answers any cloud). */
-export const FLAT_CLOUD_PATHS = ["flat-statement", "flat-source", "general"] as const satisfies readonly CandidatesPath[];
+export const FLAT_CLOUD_PATHS = ["flat-view", "flat-source", "general"] as const satisfies readonly CandidatesPath[];
 
 /**
  * GET /allocation_candidates?query through each of `paths` in turn (each an

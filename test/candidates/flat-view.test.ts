@@ -192,3 +192,26 @@ describe("the flat view on a cloud of its own", () => {
     }
   });
 });
+
+describe("the flat view's full reads", () => {
+  it("show a write that bypassed the feed's triggers once the copy is read whole again", async () => {
+    const CPU = custom("CPU");
+    const p = await d.provider({ inventory: { [CPU]: 4 } });
+    const often = t.requestVia({ viewFullReadEveryMs: 0 });
+    const capacityVia = async (request: typeof often) =>
+      (await request("GET", `/allocation_candidates?resources=${CPU}:1`)).body.provider_summaries[p.uuid].resources[CPU].capacity;
+    expect(await capacityVia(t.request)).toBe(4);
+    expect(await capacityVia(often)).toBe(4);
+    // As a replica's apply worker writes: no trigger fires, the feed hears nothing.
+    const client = await t.database.pool.connect();
+    try {
+      await client.query("SET session_replication_role = replica");
+      await client.query("UPDATE inventories SET total = 5 WHERE resource_provider_id = $1", [p.id]);
+      await client.query("RESET session_replication_role");
+    } finally {
+      client.release();
+    }
+    expect(await capacityVia(t.request)).toBe(4);
+    expect(await capacityVia(often)).toBe(5);
+  });
+});

@@ -1,6 +1,6 @@
 /**
- * Flat clouds (no trees, no sharing providers in the database): the one
- * statement (flat-statement.ts), the engine's flat source (flat-source.ts, one
+ * Flat clouds (no trees, no sharing providers in the database): the flat
+ * view (flat-view.ts, flat-answer.ts), the engine's flat source (flat-source.ts, one
  * filter with the limit pushed down, batch after batch) and the general plan
  * all answer here, and every request goes through each of them (everyPath),
  * which must agree byte for byte. This file's database never gets a tree or a
@@ -78,7 +78,7 @@ describe("flat deployments", () => {
   it("walks providers in batches until the limit is met (the flat source, whose filter checks each group alone)", async () => {
     // The flat source's filter passes every provider with room for one of each group; the merge then
     // refuses the first 70, so batches sized from the limit come back empty until the walk passes them.
-    const walk = everyPath(t, ["flat-source", "general", "flat-statement"]);
+    const walk = everyPath(t, ["flat-source", "general", "flat-view"]);
     const CPU = custom("CPU");
     const made = [];
     for (let i = 0; i < 80; i++) made.push(await d.provider({ inventory: { [CPU]: 2 } }));
@@ -89,29 +89,25 @@ describe("flat deployments", () => {
     expect(Object.keys(res.body.provider_summaries)).toHaveLength(5);
   });
 
-  it("gives the same first providers when the limit reaches PostgreSQL's estimate of all providers and the statement drops its LIMIT", async () => {
-    // A database of its own: the estimate counts every provider in it.
+  it("keeps providers in id order under a limit as the flat view learns of new ones and loses old ones", async () => {
+    // A database of its own: every provider in it is a candidate.
     const own = await startData();
     try {
       const CPU = custom("CPU");
-      for (let i = 0; i < 6; i++) await own.d.provider({ inventory: { [CPU]: 2 } });
-      await own.t.sql("ANALYZE resource_providers");
-      const [{ estimate }] = await own.t.sql<{ estimate: number }>(
-        "SELECT reltuples::int AS estimate FROM pg_class WHERE oid = 'resource_providers'::regclass",
-      );
-      expect(estimate).toBe(6);
-      // Four more than the estimate knows of: a limit of 6 must leave them out.
-      for (let i = 0; i < 4; i++) await own.d.provider({ inventory: { [CPU]: 2 } });
-      const statement = own.t.requestVia({ forcePath: "flat-statement" });
-      const ask = (query: string) => statement("GET", `/allocation_candidates?${query}`, { version: "latest" });
-      const all = uuids(await ask(`resources=${CPU}:1`));
-      expect(all).toHaveLength(10);
-      const first = await ask(`resources=${CPU}:1&limit=6`); // the estimate is known from the request above: no LIMIT, sliced
-      const again = await ask(`resources=${CPU}:1&limit=6`);
-      for (const res of [first, again]) {
-        expect(uuids(res)).toEqual(all.slice(0, 6));
-        expect(Object.keys(res.body.provider_summaries).sort()).toEqual(all.slice(0, 6).sort());
-      }
+      const made = [];
+      for (let i = 0; i < 6; i++) made.push(await own.d.provider({ inventory: { [CPU]: 2 } }));
+      const view = own.t.requestVia({ forcePath: "flat-view" });
+      const ask = async (query: string) => uuids(await view("GET", `/allocation_candidates?${query}`, { version: "latest" }));
+      expect(await ask(`resources=${CPU}:1`)).toEqual(made.map((p) => p.uuid));
+      // Four more, after the view's first read: they come after the first six.
+      for (let i = 0; i < 4; i++) made.push(await own.d.provider({ inventory: { [CPU]: 2 } }));
+      expect(await ask(`resources=${CPU}:1&limit=6`)).toEqual(made.slice(0, 6).map((p) => p.uuid));
+      expect(await ask(`resources=${CPU}:1&limit=8`)).toEqual(made.slice(0, 8).map((p) => p.uuid));
+      await own.t.sql(`DELETE FROM inventories WHERE resource_provider_id = $1`, [made[1].id]);
+      await own.t.sql(`DELETE FROM resource_providers WHERE id = $1`, [made[1].id]);
+      const left = made.filter((_, i) => i !== 1).map((p) => p.uuid);
+      expect(await ask(`resources=${CPU}:1&limit=8`)).toEqual(left.slice(0, 8));
+      await everyPath(own.t)(`resources=${CPU}:1&limit=7`);
     } finally {
       await own.t.close();
     }
@@ -120,7 +116,7 @@ describe("flat deployments", () => {
   it("keeps Placement's rule that a resourceless group needs a trait or aggregate filter", async () => {
     const [CPU, R] = [custom("CPU"), custom("R")];
     const p = await d.provider({ inventory: { [CPU]: 2 }, traits: [R] });
-    // A resourceless group: the statement does not take it.
+    // A resourceless group: the flat view does not take it.
     const res = await everyPath(t, ["flat-source", "general"])(`resources=${CPU}:1&required_X=${R}&same_subtree=_X`);
     expect(res.body.allocation_requests).toEqual([{ allocations: { [p.uuid]: { resources: { [CPU]: 1 } } }, mappings: { "": [p.uuid], _X: [p.uuid] } }]);
   });

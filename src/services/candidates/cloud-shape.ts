@@ -1,12 +1,13 @@
 /**
  * Whether a cloud is flat (every provider a tree of one, none sharing), the
  * one question that decides which plan can answer a request. It is asked in
- * SQL, inside the snapshot that reads the candidates (both the one-statement
- * path and the engine's name lookup add SHAPE_ROWS), and answered here only.
+ * SQL, inside the snapshot that reads the candidates (the flat view's first
+ * read and the engine's name lookup add SHAPE_ROWS; the view then follows
+ * each provider's parent and traits), and answered here only.
  *
  * The service also remembers the last shape it saw (ShapeHint): a request on
- * a cloud last seen nested goes straight to the engine instead of running the
- * flat statement only to find the cloud nested and throw its answer away. The
+ * a cloud last seen nested goes straight to the engine instead of reading
+ * the whole cloud into the flat view only to find it nested. The
  * hint only picks the first plan to try; each plan checks the shape in its own
  * snapshot, so a cloud that changed shape costs one wasted statement, never a
  * wrong answer.

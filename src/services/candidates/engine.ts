@@ -15,8 +15,8 @@
  *    the trees and take them in that order; breadth-first interleaves the
  *    trees' candidates. Summaries are built once, from the loaded trees, for
  *    the trees the returned candidates use.
- * The one-statement path for flat clouds (flat-statement.ts) reads outside
- * any transaction and is chosen by the service (service.ts), not here.
+ * The in-memory path for flat clouds (flat-view.ts, flat-answer.ts) reads
+ * outside any transaction and is chosen by the service (service.ts), not here.
  */
 import type { Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";

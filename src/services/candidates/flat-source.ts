@@ -1,9 +1,9 @@
 /**
  * The engine's source for clouds without trees and without sharing
  * providers (every provider is a tree of one, which is most clouds), for the
- * requests the one statement of flat-statement.ts does not take (resourceless
- * groups, isolate of granular groups) and for callers reading inside a
- * transaction of their own (claims): every request
+ * requests the flat view (flat-answer.ts) does not take (resourceless
+ * groups) and for callers reading inside a transaction of their own
+ * (claims): every request
  * group must then be satisfied by the anchor itself, so the whole filter
  * (capacity for every group's classes, every group's traits and aggregates,
  * root_required, in_tree) is one SQL query over resource_providers in id

@@ -6,9 +6,10 @@
  *
  * It chooses the plan once per request, from the request and the cloud's
  * shape (cloud-shape.ts):
- * - "flat-statement" (flat-statement.ts): on a flat cloud, one prepared
- *   statement outside any transaction answers the request whole, names,
- *   shape check and candidates together; the body is written from it at once.
+ * - "flat-view" (flat-answer.ts): on a flat cloud, one pass over the cloud
+ *   kept in memory (flat-view.ts), brought up to date from the change feed
+ *   by one statement per request, which also looks up the request's names;
+ *   the body is written from it at once.
  * - the engine (engine.ts) in one read-only repeatable-read snapshot, whose
  *   name lookup sees the shape again and picks its source: "flat-source"
  *   (flat-source.ts) on a flat cloud, "general" (general-source.ts) otherwise.
@@ -73,12 +74,12 @@ import type { CandidatesQuery } from "../../query/request-groups.js";
 import { isFlat, ShapeHint } from "./cloud-shape.js";
 import type { Candidate } from "./combine.js";
 import { findCandidates, type EngineOptions, type EnginePath } from "./engine.js";
-import { flatCandidates, statementTakes, type FlatAnswer, type FlatStatementState } from "./flat-statement.js";
+import { flatAnswerTakes, flatCandidates, type FlatAnswer } from "./flat-answer.js";
+import { FlatView } from "./flat-view.js";
 import type { CandidatesResult, NamesById } from "./generate.js";
-import { ProviderDetailsCache } from "./provider-details.js";
 import { namesKnown } from "./unknown-names.js";
 
-export type CandidatesPath = "flat-statement" | EnginePath;
+export type CandidatesPath = "flat-view" | EnginePath;
 
 /** Where an answer goes: the route's body writer, or anything else that renders candidates. */
 export interface CandidatesSink {
@@ -86,7 +87,7 @@ export interface CandidatesSink {
   candidate(candidate: Candidate, names: NamesById): void;
   /** The engine is done: the summaries of every provider the candidates use. */
   end(result: CandidatesResult): void;
-  /** A whole answer of the flat statement (each candidate one provider taking every group's resources). */
+  /** A whole flat answer (each candidate one provider taking every group's resources). */
   flat(answer: FlatAnswer): void;
   /**
    * Forget everything written so far, so the answer can be written again
@@ -110,6 +111,8 @@ export interface CandidatesServiceOptions {
    * fails). The differential test forces each path over the same clouds.
    */
   forcePath?: CandidatesPath;
+  /** Tests only: how old the flat view's copy may get before it is read whole again (flat-view.ts). */
+  viewFullReadEveryMs?: number;
 }
 
 /** One claimable candidate: what to allocate from which provider, and which providers serve each group. */
@@ -122,7 +125,7 @@ export interface PreferredCandidate {
 
 export class CandidatesService {
   private readonly shape = new ShapeHint();
-  private readonly flatState: FlatStatementState;
+  private readonly view: FlatView;
 
   constructor(
     private readonly db: Db,
@@ -132,7 +135,7 @@ export class CandidatesService {
     // A transaction pooler gives each statement any server connection: a statement prepared on one is unknown
     // (or, named alike, already there) on the next, so there every statement is unnamed.
     const named = config.PLACEMENT_DB_POOLER !== "transaction";
-    this.flatState = { details: new ProviderDetailsCache({ namedStatements: named }), namedStatements: named, names: new Map() };
+    this.view = new FlatView(db, named, options.viewFullReadEveryMs);
   }
 
   /**
@@ -143,17 +146,17 @@ export class CandidatesService {
   async answer(query: CandidatesQuery, nestedAware: boolean, sink: CandidatesSink): Promise<CandidatesPath | undefined> {
     const randomize = this.config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES;
     const forced = this.options.forcePath;
-    const statement = forced ? forced === "flat-statement" : statementTakes(query) && this.shape.expectFlat();
-    if (statement) {
-      if (!statementTakes(query)) throw new Error("the flat statement cannot take this request");
-      const flat = await flatCandidates(this.db, this.flatState, query, { limit: this.cap(query), randomize });
+    const viewFirst = forced ? forced === "flat-view" : flatAnswerTakes(query) && this.shape.expectFlat();
+    if (viewFirst) {
+      if (!flatAnswerTakes(query)) throw new Error("the flat view cannot take this request");
+      const flat = await flatCandidates(this.view, query, { limit: this.cap(query), randomize });
       this.shape.saw(flat.names);
       // An unknown name goes to the engine, which knows whether Placement refuses it (unknown-names.ts).
       if (isFlat(flat.names) && namesKnown(query, flat.names)) {
         sink.flat(flat);
-        return "flat-statement";
+        return "flat-view";
       }
-      if (forced && !isFlat(flat.names)) throw new Error("the flat statement cannot answer a cloud with trees or sharing providers");
+      if (forced && !isFlat(flat.names)) throw new Error("the flat view cannot answer a cloud with trees or sharing providers");
     }
     const { result, path, shape } = await this.db.transaction(
       (tx) =>
@@ -163,7 +166,7 @@ export class CandidatesService {
           maxCandidates: this.config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
           strategy: this.config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
           onCandidate: sink.candidate,
-          path: forced === "flat-statement" ? undefined : forced,
+          path: forced === "flat-view" ? undefined : forced,
         }),
       // One snapshot: the narrowing queries and the tree loads must agree.
       { isolationLevel: "repeatable read", accessMode: "read only" },

@@ -41,6 +41,14 @@ export const canTake = (inv: Room, amount: number): boolean => unitsAllow(inv, a
 export const canTakeSum = (inv: Pick<Room, "capacity" | "used" | "maxUnit">, total: number): boolean =>
   total <= inv.maxUnit && inv.used + total <= inv.capacity;
 
+/**
+ * The inventory can take amounts whose smallest is `smallest`, whose sum is
+ * `sum` and whose gcd is `gcd` (each amount is a multiple of step_size iff
+ * their gcd is): the merge's rule in one check; canTakeSql in memory.
+ */
+export const canTakeAmounts = (inv: Room, { smallest, sum, gcd }: { smallest: number; sum: number; gcd: number }): boolean =>
+  smallest >= inv.minUnit && gcd % inv.stepSize === 0 && canTakeSum(inv, sum);
+
 /** SQL: the capacity of the inventory row `inv`, as an integer. */
 export const capacitySql = (inv: string): string => `trunc((${inv}.total - ${inv}.reserved) * ${inv}.allocation_ratio)::bigint`;
 

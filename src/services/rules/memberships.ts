@@ -64,7 +64,7 @@ export function memberSql(link: Link, idSql: string, listSql: string): string {
  * SQL: the provider `idSql` is among the members of `listSql`, written as
  * `id = ANY(ARRAY(members))` rather than a semi-join: in a prepared
  * statement's generic plan PostgreSQL then starts from the members by index
- * instead of reading every provider (the flat statement's member_of).
+ * instead of reading every provider.
  */
 export function amongMembersSql(link: Link, idSql: string, listSql: string): string {
   const { table, column } = LINKS[link];

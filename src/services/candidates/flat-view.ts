@@ -1,0 +1,344 @@
+/**
+ * A flat cloud kept in memory and brought up to date at every request from
+ * the change feed, so the candidates of a flat cloud are filtered in the
+ * server (flat-answer.ts) instead of by an aggregation over every inventory
+ * row in PostgreSQL, which was most of the time of a large flat answer.
+ *
+ * Why the copy is exact: the change feed (drizzle/0010) gives every committed
+ * transaction that touched a provider, its inventories (and their `used`,
+ * which every allocation moves), its traits or its aggregates a `seq` in
+ * commit order, such that a snapshot that sees seq S sees every seq below it
+ * and no change above it. Each request runs one statement, so one snapshot:
+ * the names it asks about, the highest seq S' that snapshot sees, and the
+ * current rows of every provider changed after the copy's seq S (or of every
+ * provider, the first time). Applying them brings the copy to the state at
+ * S', as fresh as the request's own snapshot: a client that reads after its
+ * write committed sees it, as with any other read. The filtering runs right
+ * after, with no await between, so it sees one consistent state. Several
+ * requests may be in flight: one whose snapshot is older than the copy
+ * applies nothing and answers from the copy, which is fresher.
+ *
+ * The copy starts again from a full read when the feed cannot say what
+ * changed: rows past the copy's seq were pruned (provider_changes_horizon),
+ * the highest seq went back or the server started at another time (a restore
+ * or a failover to a standby that did not have every commit); and it is
+ * dropped as soon as the cloud is not flat (a provider with a parent or one
+ * sharing through aggregates): the engine answers those clouds. It is also
+ * read whole every FULL_READ_EVERY_MS, which bounds how long a write that
+ * bypassed the feed's triggers (session_replication_role = replica, a
+ * TRUNCATE of a table other than allocations) can stay unseen.
+ * A statement that fails leaves the copy as it was.
+ */
+import type pg from "pg";
+import type { Db } from "../../db/database.js";
+import { capacityOf, type Room } from "../rules/capacity.js";
+import { readShapeRow, SHAPE_ROWS, SHARING_TRAIT } from "./cloud-shape.js";
+import type { IdsByName } from "./sql.js";
+
+/** The part of a provider's summary that changes only when its inventories or traits do. */
+export interface ProviderDetails {
+  uuid: string;
+  /** [resource class id, capacity] per inventory, in class id order. */
+  inventories: ReadonlyArray<readonly [number, number]>;
+  /** Trait names in id order, space-separated (trait names are [A-Z0-9_]+). */
+  traits: string;
+}
+
+/** One inventory as the capacity rule reads it. */
+export interface ViewInventory extends Room {
+  classId: number;
+}
+
+/** A provider of the copy; replaced whole when it changes. */
+export interface ViewProvider {
+  id: number;
+  /** Kept as the same object while it stays equal, so renderers can key on it. */
+  details: ProviderDetails;
+  /** In class id order. */
+  inventories: ViewInventory[];
+  /** Non-zero usage as [classId, used, ...] (undefined when none). */
+  used: readonly number[] | undefined;
+  traits: ReadonlySet<number>;
+  aggregates: ReadonlySet<number>;
+  /** Has a parent, or shares its inventory: the cloud is then not flat. */
+  hasParent: boolean;
+  shares: boolean;
+}
+
+/** What a request sees: its names and, when the cloud is flat, every provider in id order. */
+export interface ViewRead {
+  names: IdsByName;
+  classNames: Map<number, string>;
+  providers: readonly ViewProvider[];
+  byUuid: ReadonlyMap<string, ViewProvider>;
+}
+
+/** Names a request asks about (looked up in the same statement). */
+export interface ViewNames {
+  traits: string[];
+  aggregates: string[];
+}
+
+/** A copy older than this is read whole again (see the header). */
+export const FULL_READ_EVERY_MS = 5 * 60_000;
+
+/** One full copy and the seq it is at. */
+class Copy {
+  private readonly byId = new Map<number, ViewProvider>();
+  readonly byUuid = new Map<string, ViewProvider>();
+  /** Every provider in id order, and each one's place in it (undefined until asked for again after an addition or removal). */
+  private ordered: { list: ViewProvider[]; at: Map<number, number> } | undefined;
+  trees = 0;
+  sharing = 0;
+
+  readonly readAt = Date.now();
+
+  constructor(
+    public seq: number,
+    readonly started: string,
+  ) {}
+
+  get(id: number): ViewProvider | undefined {
+    return this.byId.get(id);
+  }
+
+  put(p: ViewProvider): void {
+    const old = this.byId.get(p.id);
+    if (old) this.forget(old);
+    this.byId.set(p.id, p);
+    this.byUuid.set(p.details.uuid, p);
+    if (p.hasParent) this.trees++;
+    if (p.shares) this.sharing++;
+    const at = this.ordered?.at.get(p.id);
+    if (at !== undefined) this.ordered!.list[at] = p;
+    else this.ordered = undefined;
+  }
+
+  remove(id: number): void {
+    const old = this.byId.get(id);
+    if (!old) return;
+    this.forget(old);
+    this.byId.delete(id);
+    this.ordered = undefined;
+  }
+
+  providers(): readonly ViewProvider[] {
+    if (!this.ordered) {
+      const list = [...this.byId.values()].sort((a, b) => a.id - b.id);
+      this.ordered = { list, at: new Map(list.map((p, i) => [p.id, i])) };
+    }
+    return this.ordered.list;
+  }
+
+  private forget(p: ViewProvider): void {
+    if (this.byUuid.get(p.details.uuid) === p) this.byUuid.delete(p.details.uuid);
+    if (p.hasParent) this.trees--;
+    if (p.shares) this.sharing--;
+  }
+}
+
+/** One per candidates service (so per app and database). */
+export class FlatView {
+  private copy: Copy | undefined;
+
+  /** namedStatements: false behind a transaction pooler, where a prepared statement may be on another connection. */
+  constructor(
+    private readonly db: Db,
+    private readonly namedStatements: boolean,
+    private readonly fullReadEveryMs = FULL_READ_EVERY_MS,
+  ) {}
+
+  /**
+   * Brings the copy to a snapshot taken now and gives `use` the request's
+   * names and, when the cloud is flat, every provider in id order. `use` runs
+   * before anything else can change the copy; what it returns is returned.
+   */
+  async read<T>(wanted: ViewNames, use: (read: ViewRead) => T): Promise<T> {
+    const traits = [...wanted.traits, SHARING_TRAIT];
+    const base = this.copy;
+    if (base && Date.now() - base.readAt < this.fullReadEveryMs) {
+      const sent = base.seq;
+      const rows = await this.run(DELTA_TEXT, "ac_view_delta", [traits, wanted.aggregates, sent]);
+      // The feed cannot say what changed after `sent` (see the header): read everything again.
+      const lost = rows.started !== base.started || rows.seq < sent || rows.prunedThrough > sent;
+      if (!lost) {
+        if (this.copy === base && rows.seq > base.seq) {
+          const sharingId = rows.names.traits.get(SHARING_TRAIT);
+          for (const id of rows.deleted) base.remove(id);
+          for (const row of rows.providers) base.put(providerOf(row, sharingId, base.get(row.id)));
+          base.seq = rows.seq;
+        }
+        // Another request may have replaced the copy meanwhile: it will do when it is at least as fresh.
+        const copy = this.copy;
+        if (copy && copy.started === rows.started && copy.seq >= rows.seq) return use(this.seen(rows, copy));
+      } else if (this.copy === base) this.copy = undefined;
+    }
+    const rows = await this.run(FULL_TEXT, "ac_view_full", [traits, wanted.aggregates]);
+    if (rows.names.hasTrees || rows.names.hasSharing) {
+      this.copy = undefined;
+      return use(emptyRead(rows));
+    }
+    const sharingId = rows.names.traits.get(SHARING_TRAIT);
+    const copy = new Copy(rows.seq, rows.started);
+    for (const row of rows.providers) copy.put(providerOf(row, sharingId, base?.get(row.id)));
+    // A concurrent full read may have made a fresher copy meanwhile: keep that one. (One this request
+    // set out to replace goes, even if it is as fresh: it is due for a full read.)
+    const other = this.copy;
+    const kept = other && other !== base && other.started === copy.started && other.seq >= copy.seq ? other : copy;
+    this.copy = kept;
+    return use(this.seen(rows, kept));
+  }
+
+  private async run(text: string, name: string, values: unknown[]): Promise<Rows> {
+    const pool = poolOf(this.db);
+    const result = await pool.query<unknown[]>({ name: this.namedStatements ? name : undefined, text, values, rowMode: "array" });
+    return readRows(result.rows);
+  }
+
+  /** The copy as a read; a copy that is no longer flat is dropped (the engine answers such clouds). */
+  private seen(rows: Rows, copy: Copy): ViewRead {
+    if (copy.trees > 0 || copy.sharing > 0) {
+      if (this.copy === copy) this.copy = undefined;
+      return emptyRead({ ...rows, names: { ...rows.names, hasTrees: copy.trees > 0, hasSharing: copy.sharing > 0 } });
+    }
+    return { names: rows.names, classNames: rows.classNames, providers: copy.providers(), byUuid: copy.byUuid };
+  }
+}
+
+const emptyRead = (rows: Rows): ViewRead => ({ names: rows.names, classNames: rows.classNames, providers: [], byUuid: new Map() });
+
+/**
+ * drizzle's handle made by drizzle(pool) carries the pool as `$client` (its
+ * Db type does not say so); named statements and array rows need pg itself.
+ */
+function poolOf(db: Db): pg.Pool {
+  const pool = (db as unknown as { $client?: pg.Pool }).$client;
+  if (!pool?.query) throw new Error("the database handle has no pg pool");
+  return pool;
+}
+
+/**
+ * Each row: (kind, id, text, inventories, trait names, trait ids, aggregate ids).
+ * Kinds: 'c' every resource class, 't'/'a' a trait or aggregate asked for,
+ * SHAPE_ROWS' 'n'/'s', 'z' the snapshot's "seq pruned_through started",
+ * 'p' a provider (text: uuid and " p" when it has a parent; inventories:
+ * "classId total reserved ratio min max step used" each, in class id order),
+ * 'd' a changed provider that no longer exists.
+ */
+const NAMES_SQL = `SELECT 'c' AS k, id, name::text AS s FROM resource_classes
+      UNION ALL SELECT 't', id, name::text FROM traits WHERE name = ANY($1::varchar[])
+      UNION ALL SELECT 'a', id, uuid::text FROM aggregates WHERE uuid = ANY($2::varchar[])`;
+
+const HEAD_SQL = `SELECT 'z', 0, (SELECT coalesce(max(seq), 0) FROM provider_changes) || ' ' || pruned_through || ' ' || pg_postmaster_start_time()::text,
+             NULL, NULL, NULL::int[], NULL::int[]
+      FROM provider_changes_horizon WHERE id = 1`;
+
+const PROVIDER_COLUMNS = `rp.id, rp.uuid::text || CASE WHEN rp.parent_provider_id IS NULL THEN '' ELSE ' p' END,
+      (SELECT string_agg(concat_ws(' ', i.resource_class_id, i.total, i.reserved, i.allocation_ratio, i.min_unit, i.max_unit, i.step_size, i.used), ' '
+                         ORDER BY i.resource_class_id)
+       FROM inventories i WHERE i.resource_provider_id = rp.id),
+      (SELECT string_agg(t.name, ' ' ORDER BY t.id) FROM resource_provider_traits m JOIN traits t ON t.id = m.trait_id WHERE m.resource_provider_id = rp.id),
+      ARRAY(SELECT m.trait_id FROM resource_provider_traits m WHERE m.resource_provider_id = rp.id),
+      ARRAY(SELECT m.aggregate_id FROM resource_provider_aggregates m WHERE m.resource_provider_id = rp.id)`;
+
+/** Every provider, unless the cloud is not flat (then only the names and its shape). */
+const FULL_TEXT = `WITH names AS MATERIALIZED (
+      ${NAMES_SQL}
+      UNION ALL ${SHAPE_ROWS}
+    )
+    SELECT k, id, s, NULL::text, NULL::text, NULL::int[], NULL::int[] FROM names
+    UNION ALL ${HEAD_SQL}
+    UNION ALL SELECT 'p', ${PROVIDER_COLUMNS}
+      FROM resource_providers rp WHERE NOT EXISTS (SELECT 1 FROM names WHERE k IN ('n', 's'))`;
+
+/**
+ * The providers changed after seq $3, with their rows now ('d' when gone).
+ * The changed ids are one array (an InitPlan) so providers are read by
+ * their primary key: joined to a CTE, PostgreSQL hashed every provider.
+ */
+const DELTA_TEXT = `WITH changed AS MATERIALIZED (
+      SELECT ARRAY(SELECT DISTINCT resource_provider_id FROM provider_changes
+                   WHERE seq > $3::bigint AND seq <= (SELECT max(seq) FROM provider_changes)) AS ids
+    )
+    SELECT k, id, s, NULL::text, NULL::text, NULL::int[], NULL::int[] FROM (${NAMES_SQL}) names
+    UNION ALL ${HEAD_SQL}
+    UNION ALL SELECT 'p', ${PROVIDER_COLUMNS} FROM resource_providers rp WHERE rp.id = ANY((SELECT ids FROM changed)::int[])
+    UNION ALL SELECT 'd', gone.id, NULL, NULL, NULL, NULL, NULL FROM unnest((SELECT ids FROM changed)) AS gone(id)
+      WHERE NOT EXISTS (SELECT 1 FROM resource_providers rp WHERE rp.id = gone.id)`;
+
+type Row = [string, number, string | null, string | null, string | null, number[] | null, number[] | null];
+
+interface ProviderRow {
+  id: number;
+  text: string;
+  inventories: string | null;
+  traitNames: string | null;
+  traitIds: number[];
+  aggregateIds: number[];
+}
+
+interface Rows {
+  names: IdsByName;
+  classNames: Map<number, string>;
+  seq: number;
+  prunedThrough: number;
+  started: string;
+  providers: ProviderRow[];
+  deleted: number[];
+}
+
+function readRows(rows: unknown[][]): Rows {
+  const names: IdsByName = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), treeRoots: new Map(), hasTrees: false, hasSharing: false };
+  const out: Rows = { names, classNames: new Map(), seq: 0, prunedThrough: 0, started: "", providers: [], deleted: [] };
+  for (const raw of rows) {
+    const [k, id, s, inventories, traitNames, traitIds, aggregateIds] = raw as Row;
+    if (k === "p") out.providers.push({ id, text: s!, inventories, traitNames, traitIds: traitIds ?? [], aggregateIds: aggregateIds ?? [] });
+    else if (k === "c") {
+      names.resourceClasses.set(s!, id);
+      out.classNames.set(id, s!);
+    } else if (k === "t") names.traits.set(s!, id);
+    else if (k === "a") names.aggregates.set(s!, id);
+    else if (k === "d") out.deleted.push(id);
+    else if (k === "z") {
+      const [seq, pruned, ...started] = s!.split(" ");
+      out.seq = Number(seq);
+      out.prunedThrough = Number(pruned);
+      out.started = started.join(" ");
+    } else readShapeRow(k, names);
+  }
+  return out;
+}
+
+/** A provider row as a ViewProvider, reusing `previous`'s details when they did not change. */
+function providerOf(row: ProviderRow, sharingId: number | undefined, previous: ViewProvider | undefined): ViewProvider {
+  const [uuid, parent] = row.text.split(" ");
+  const numbers = row.inventories ? row.inventories.split(" ") : [];
+  const inventories: ViewInventory[] = [];
+  const capacities: Array<readonly [number, number]> = [];
+  let used: number[] | undefined;
+  for (let i = 0; i < numbers.length; i += 8) {
+    const classId = Number(numbers[i]);
+    const capacity = capacityOf({ total: Number(numbers[i + 1]), reserved: Number(numbers[i + 2]), allocationRatio: Number(numbers[i + 3]) });
+    const inv = { classId, capacity, minUnit: Number(numbers[i + 4]), maxUnit: Number(numbers[i + 5]), stepSize: Number(numbers[i + 6]), used: Number(numbers[i + 7]) };
+    inventories.push(inv);
+    capacities.push([classId, capacity]);
+    if (inv.used !== 0) (used ??= []).push(classId, inv.used);
+  }
+  const traits = row.traitNames ?? "";
+  const kept = previous?.details;
+  const same = kept !== undefined && kept.uuid === uuid && kept.traits === traits && sameCapacities(kept.inventories, capacities);
+  return {
+    id: row.id,
+    details: same ? kept : { uuid, inventories: capacities, traits },
+    inventories,
+    used,
+    traits: new Set(row.traitIds),
+    aggregates: new Set(row.aggregateIds),
+    hasParent: parent === "p",
+    shares: sharingId !== undefined && row.traitIds.includes(sharingId),
+  };
+}
+
+function sameCapacities(a: ReadonlyArray<readonly [number, number]>, b: ReadonlyArray<readonly [number, number]>): boolean {
+  return a.length === b.length && a.every(([c, n], i) => b[i][0] === c && b[i][1] === n);
+}
