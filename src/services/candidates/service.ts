@@ -14,39 +14,35 @@
  *   name lookup sees the shape again and picks its source: "flat-source"
  *   (flat-source.ts) on a flat cloud, "general" (general-source.ts) otherwise.
  * A request on a cloud last seen nested goes straight to the engine; the flat
- * statement's answer is thrown away only when the cloud has just changed shape.
- * Either way the answer leaves through one sink (CandidatesSink), candidate by
- * candidate as the engine finds them or whole from the flat statement.
+ * view reads the whole cloud only to find it nested when the cloud has just
+ * changed shape. Either way the answer leaves through one sink
+ * (CandidatesSink), candidate by candidate as the engine finds them or whole
+ * from the flat view.
  *
  * Where the time goes (CPU profiles of the server under the Nova-style loop,
  * `npm run bench -- claims --mode candidates --limit 1000`, and of single
  * large answers; the figures are in the README's bench section):
- * - A flat answer of a thousand candidates: PostgreSQL's one aggregation over
- *   every inventory row is the largest part (each aggregate it computes per
- *   provider costs about as much as another pass over the rows); on the
- *   server, the HTTP layer (hono's middleware, node's parser and the socket
- *   write of the body) and writing the body each take a similar share.
- *   Writing the body is kept small by copying whole pieces per provider
- *   (routes/flat-candidates-body.ts), and the candidates arrive as one text
- *   value scanned in place rather than a row each (flat-statement.ts), which
- *   took pg's per-row handling and a Map per provider out. Nothing else
- *   stands out.
+ * - A flat answer of a thousand candidates or more: writing the body
+ *   (routes/flat-candidates-body.ts copies whole pieces kept per provider)
+ *   and sending it. The pass over the copy is a few lookups per provider, and
+ *   PostgreSQL's part is one small statement (the names, and the rows of the
+ *   providers changed since the last request); before the copy, PostgreSQL's
+ *   aggregation over every inventory row was the largest part.
  * - A small flat answer (tens of candidates) is a fixed cost per request
  *   spread over the stack: node's HTTP handling and hono (what GET / costs
- *   too), the one statement, whose execution in PostgreSQL is then mostly
- *   the cost of running a plan of its size rather than of its rows, and the
- *   client, server and PostgreSQL waking each other on two cores. No part
- *   of the route itself stands out.
- * - The loop as a whole is bound by CPU, not by waits: per claim the server
- *   and PostgreSQL spend about as much CPU each, the query a little more
- *   than the PUT on both sides. The PUT's PostgreSQL share is mostly its
+ *   too), the one statement, and the client, server and PostgreSQL waking
+ *   each other on two cores. No part of the route itself stands out.
+ * - The loop as a whole is bound by CPU, not by waits. On the server the
+ *   largest part is the kernel's loopback send of each answer of a thousand
+ *   candidates (socket writes), then writing the body; the pass over the copy
+ *   and the collector are small. PostgreSQL's share is mostly the PUT: its
  *   triggers (the stored usage, the change feed's notes and, at commit, its
- *   sequencing with each provider's state) and planning three unnamed
- *   statements; on the server it is five round trips (BEGIN, three
- *   statements, COMMIT) through drizzle. The WAL flush the commit waits for
- *   under the feed's lock (drizzle/0010) is short on this disk next to that
- *   CPU. The client's parsing of each answer also takes CPU from the same two
- *   cores (bench/claims.ts parses only what its pick reads).
+ *   sequencing with each provider's state); on the server the PUT is five
+ *   round trips (BEGIN, three named statements, COMMIT) through drizzle. The
+ *   WAL flush the commit waits for under the feed's lock (drizzle/0010) is
+ *   short on this disk next to that CPU. The client's reading of each answer
+ *   takes CPU from the same two cores (bench/claims.ts parses only what its
+ *   pick reads).
  * - A huge nested answer (tens of thousands of candidates): the depth-first
  *   search of combine.ts and writing each candidate (routes/candidates-body.ts)
  *   dominate, then garbage collection (planning each batch, combining and the
