@@ -193,11 +193,37 @@ describe("the flat view on a cloud of its own", () => {
   });
 });
 
-describe("the flat view's full reads", () => {
-  it("show a write that bypassed the feed's triggers once the copy is read whole again", async () => {
+describe("the flat view's bounds", () => {
+  it("leaves a cloud of more providers than it may copy to the engine, and copies it again once it is small enough", async () => {
+    const own = await startData();
+    try {
+      const CPU = custom("CPU");
+      const made = [];
+      for (let i = 0; i < 3; i++) made.push(await own.d.provider({ inventory: { [CPU]: 4 } }));
+      // Each read of the bounded app is a full read, so the count is looked at every time.
+      const bounded = own.t.requestVia({ view: { maxProviders: 2, fullReadEveryMs: 0 } });
+      const viewOnly = own.t.requestVia({ forcePath: "flat-view", view: { maxProviders: 2, fullReadEveryMs: 0 } });
+      const query = `/allocation_candidates?resources=${CPU}:1`;
+      const engine = await own.t.requestVia({ forcePath: "general" })("GET", query);
+      const answer = await bounded("GET", query);
+      expect(answer.status).toBe(200);
+      expect(answer.text).toBe(engine.text);
+      // Forced onto the view, which declines the cloud: the test-only forcing fails the request.
+      expect((await viewOnly("GET", query)).status).toBe(500);
+      await own.t.sql(`DELETE FROM inventories WHERE resource_provider_id = $1`, [made[2].id]);
+      await own.t.sql(`DELETE FROM resource_providers WHERE id = $1`, [made[2].id]);
+      const small = await viewOnly("GET", query);
+      expect(small.status).toBe(200);
+      expect(Object.keys(small.body.provider_summaries).sort()).toEqual(made.slice(0, 2).map((p) => p.uuid).sort());
+    } finally {
+      await own.t.close();
+    }
+  });
+
+  it("shows a write that bypassed the feed's triggers once the copy is read whole again", async () => {
     const CPU = custom("CPU");
     const p = await d.provider({ inventory: { [CPU]: 4 } });
-    const often = t.requestVia({ viewFullReadEveryMs: 0 });
+    const often = t.requestVia({ view: { fullReadEveryMs: 0 } });
     const capacityVia = async (request: typeof often) =>
       (await request("GET", `/allocation_candidates?resources=${CPU}:1`)).body.provider_summaries[p.uuid].resources[CPU].capacity;
     expect(await capacityVia(t.request)).toBe(4);

@@ -61,13 +61,14 @@ export function classRequests(groups: RequestGroup[]): Map<string, { smallest: n
  * The flat answer to `query`, at most `limit` candidates: the first in id
  * order, or with `randomize` a random sample of them in random order. When
  * the cloud is not flat, or a name is unknown, only the names are looked at
- * (the caller hands the request to the engine).
+ * (the caller hands the request to the engine); undefined when the cloud is
+ * too large for the view to copy.
  */
 export function flatCandidates(
   view: FlatView,
   query: CandidatesQuery,
   { limit, randomize }: { limit: number | undefined; randomize: boolean },
-): Promise<FlatAnswer> {
+): Promise<FlatAnswer | undefined> {
   const { groups, params } = query;
   const traitNames = unique([...params.rootRequired, ...params.rootForbidden, ...groups.flatMap((g) => [...g.traits.required.flat(), ...g.traits.forbidden])]);
   const aggregates = unique(groups.flatMap((g) => [...g.aggregates.memberOf.flat(), ...g.aggregates.forbidden]));

@@ -26,7 +26,10 @@
  * sharing through aggregates): the engine answers those clouds. It is also
  * read whole every FULL_READ_EVERY_MS, which bounds how long a write that
  * bypassed the feed's triggers (session_replication_role = replica, a
- * TRUNCATE of a table other than allocations) can stay unseen.
+ * TRUNCATE of a table other than allocations) can stay unseen. A cloud of
+ * more than `maxProviders` providers is not copied (the server's heap is
+ * bounded): the engine answers it, and the count is looked at again only
+ * at the next full read's time.
  * A statement that fails leaves the copy as it was.
  */
 import type pg from "pg";
@@ -79,8 +82,18 @@ export interface ViewNames {
   aggregates: string[];
 }
 
-/** A copy older than this is read whole again (see the header). */
-export const FULL_READ_EVERY_MS = 5 * 60_000;
+export interface FlatViewOptions {
+  /** False behind a transaction pooler, where a prepared statement may be on another connection. */
+  namedStatements: boolean;
+  /** A copy older than this is read whole again (see the header). */
+  fullReadEveryMs?: number;
+  /** Above this many providers the cloud is not copied (see the header). */
+  maxProviders?: number;
+}
+
+const FULL_READ_EVERY_MS = 5 * 60_000;
+/** About 500 bytes each in the copy, so the largest copy stays a small part of the server's heap. */
+const MAX_PROVIDERS = 100_000;
 
 /** One full copy and the seq it is at. */
 class Copy {
@@ -122,6 +135,10 @@ class Copy {
     this.ordered = undefined;
   }
 
+  get size(): number {
+    return this.byId.size;
+  }
+
   providers(): readonly ViewProvider[] {
     if (!this.ordered) {
       const list = [...this.byId.values()].sort((a, b) => a.id - b.id);
@@ -140,20 +157,29 @@ class Copy {
 /** One per candidates service (so per app and database). */
 export class FlatView {
   private copy: Copy | undefined;
+  /** When a full read last found more providers than the bound (undefined: not since the last copy). */
+  private tooLargeAt: number | undefined;
+  private readonly namedStatements: boolean;
+  private readonly fullReadEveryMs: number;
+  private readonly maxProviders: number;
 
-  /** namedStatements: false behind a transaction pooler, where a prepared statement may be on another connection. */
   constructor(
     private readonly db: Db,
-    private readonly namedStatements: boolean,
-    private readonly fullReadEveryMs = FULL_READ_EVERY_MS,
-  ) {}
+    options: FlatViewOptions,
+  ) {
+    this.namedStatements = options.namedStatements;
+    this.fullReadEveryMs = options.fullReadEveryMs ?? FULL_READ_EVERY_MS;
+    this.maxProviders = options.maxProviders ?? MAX_PROVIDERS;
+  }
 
   /**
    * Brings the copy to a snapshot taken now and gives `use` the request's
    * names and, when the cloud is flat, every provider in id order. `use` runs
    * before anything else can change the copy; what it returns is returned.
+   * Undefined, without `use`, when the cloud is too large to copy.
    */
-  async read<T>(wanted: ViewNames, use: (read: ViewRead) => T): Promise<T> {
+  async read<T>(wanted: ViewNames, use: (read: ViewRead) => T): Promise<T | undefined> {
+    if (this.tooLargeAt !== undefined && Date.now() - this.tooLargeAt < this.fullReadEveryMs) return undefined;
     const traits = [...wanted.traits, SHARING_TRAIT];
     const base = this.copy;
     if (base && Date.now() - base.readAt < this.fullReadEveryMs) {
@@ -168,12 +194,15 @@ export class FlatView {
           for (const row of rows.providers) base.put(providerOf(row, sharingId, base.get(row.id)));
           base.seq = rows.seq;
         }
+        if (base.size > this.maxProviders) return this.tooLarge(base);
         // Another request may have replaced the copy meanwhile: it will do when it is at least as fresh.
         const copy = this.copy;
         if (copy && copy.started === rows.started && copy.seq >= rows.seq) return use(this.seen(rows, copy));
       } else if (this.copy === base) this.copy = undefined;
     }
-    const rows = await this.run(FULL_TEXT, "ac_view_full", [traits, wanted.aggregates]);
+    const rows = await this.run(FULL_TEXT, "ac_view_full", [traits, wanted.aggregates, this.maxProviders]);
+    if (rows.providerCount > this.maxProviders) return this.tooLarge(base);
+    this.tooLargeAt = undefined;
     if (rows.names.hasTrees || rows.names.hasSharing) {
       this.copy = undefined;
       return use(emptyRead(rows));
@@ -187,6 +216,12 @@ export class FlatView {
     const kept = other && other !== base && other.started === copy.started && other.seq >= copy.seq ? other : copy;
     this.copy = kept;
     return use(this.seen(rows, kept));
+  }
+
+  private tooLarge(base: Copy | undefined): undefined {
+    if (this.copy === base) this.copy = undefined;
+    this.tooLargeAt = Date.now();
+    return undefined;
   }
 
   private async run(text: string, name: string, values: unknown[]): Promise<Rows> {
@@ -220,7 +255,8 @@ function poolOf(db: Db): pg.Pool {
 /**
  * Each row: (kind, id, text, inventories, trait names, trait ids, aggregate ids).
  * Kinds: 'c' every resource class, 't'/'a' a trait or aggregate asked for,
- * SHAPE_ROWS' 'n'/'s', 'z' the snapshot's "seq pruned_through started",
+ * SHAPE_ROWS' 'n'/'s', 'm' the number of providers (full reads),
+ * 'z' the snapshot's "seq pruned_through started",
  * 'p' a provider (text: uuid and " p" when it has a parent; inventories:
  * "classId total reserved ratio min max step used" each, in class id order),
  * 'd' a changed provider that no longer exists.
@@ -233,23 +269,40 @@ const HEAD_SQL = `SELECT 'z', 0, (SELECT coalesce(max(seq), 0) FROM provider_cha
              NULL, NULL, NULL::int[], NULL::int[]
       FROM provider_changes_horizon WHERE id = 1`;
 
-const PROVIDER_COLUMNS = `rp.id, rp.uuid::text || CASE WHEN rp.parent_provider_id IS NULL THEN '' ELSE ' p' END,
-      (SELECT string_agg(concat_ws(' ', i.resource_class_id, i.total, i.reserved, i.allocation_ratio, i.min_unit, i.max_unit, i.step_size, i.used), ' '
-                         ORDER BY i.resource_class_id)
-       FROM inventories i WHERE i.resource_provider_id = rp.id),
+/** A provider's inventories as "classId total reserved ratio min max step used ...", in class id order, over rows `i`. */
+const INVENTORIES_AGG = `string_agg(concat_ws(' ', i.resource_class_id, i.total, i.reserved, i.allocation_ratio, i.min_unit, i.max_unit, i.step_size, i.used), ' '
+                         ORDER BY i.resource_class_id)`;
+
+/** A provider row's text: its uuid, and " p" when it has a parent. */
+const PROVIDER_TEXT = `rp.uuid::text || CASE WHEN rp.parent_provider_id IS NULL THEN '' ELSE ' p' END`;
+
+/** The columns of a 'p' row for the provider `rp`, one subquery each: for the few providers a delta reads. */
+const PROVIDER_COLUMNS = `rp.id, ${PROVIDER_TEXT},
+      (SELECT ${INVENTORIES_AGG} FROM inventories i WHERE i.resource_provider_id = rp.id),
       (SELECT string_agg(t.name, ' ' ORDER BY t.id) FROM resource_provider_traits m JOIN traits t ON t.id = m.trait_id WHERE m.resource_provider_id = rp.id),
       ARRAY(SELECT m.trait_id FROM resource_provider_traits m WHERE m.resource_provider_id = rp.id),
       ARRAY(SELECT m.aggregate_id FROM resource_provider_aggregates m WHERE m.resource_provider_id = rp.id)`;
 
-/** Every provider, unless the cloud is not flat (then only the names and its shape). */
+/**
+ * Every provider, unless the cloud is not flat (then only the names and its
+ * shape). Each table is aggregated once and joined, not read by a subquery
+ * per provider: that plan cost enough for PostgreSQL to compile it (JIT),
+ * which took longer than running it.
+ */
 const FULL_TEXT = `WITH names AS MATERIALIZED (
       ${NAMES_SQL}
       UNION ALL ${SHAPE_ROWS}
+      UNION ALL SELECT 'm', count(*)::int, '' FROM resource_providers
     )
     SELECT k, id, s, NULL::text, NULL::text, NULL::int[], NULL::int[] FROM names
     UNION ALL ${HEAD_SQL}
-    UNION ALL SELECT 'p', ${PROVIDER_COLUMNS}
-      FROM resource_providers rp WHERE NOT EXISTS (SELECT 1 FROM names WHERE k IN ('n', 's'))`;
+    UNION ALL SELECT 'p', rp.id, ${PROVIDER_TEXT}, inv.list, tr.names, coalesce(tr.ids, '{}'), coalesce(ag.ids, '{}')
+      FROM resource_providers rp
+      LEFT JOIN (SELECT i.resource_provider_id AS id, ${INVENTORIES_AGG} AS list FROM inventories i GROUP BY 1) inv ON inv.id = rp.id
+      LEFT JOIN (SELECT m.resource_provider_id AS id, string_agg(t.name, ' ' ORDER BY t.id) AS names, array_agg(m.trait_id) AS ids
+                 FROM resource_provider_traits m JOIN traits t ON t.id = m.trait_id GROUP BY 1) tr ON tr.id = rp.id
+      LEFT JOIN (SELECT m.resource_provider_id AS id, array_agg(m.aggregate_id) AS ids FROM resource_provider_aggregates m GROUP BY 1) ag ON ag.id = rp.id
+      WHERE NOT EXISTS (SELECT 1 FROM names WHERE k IN ('n', 's') OR (k = 'm' AND id > $3::int))`;
 
 /**
  * The providers changed after seq $3, with their rows now ('d' when gone).
@@ -285,11 +338,13 @@ interface Rows {
   started: string;
   providers: ProviderRow[];
   deleted: number[];
+  /** Every provider (full reads only). */
+  providerCount: number;
 }
 
 function readRows(rows: unknown[][]): Rows {
   const names: IdsByName = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), treeRoots: new Map(), hasTrees: false, hasSharing: false };
-  const out: Rows = { names, classNames: new Map(), seq: 0, prunedThrough: 0, started: "", providers: [], deleted: [] };
+  const out: Rows = { names, classNames: new Map(), seq: 0, prunedThrough: 0, started: "", providers: [], deleted: [], providerCount: 0 };
   for (const raw of rows) {
     const [k, id, s, inventories, traitNames, traitIds, aggregateIds] = raw as Row;
     if (k === "p") out.providers.push({ id, text: s!, inventories, traitNames, traitIds: traitIds ?? [], aggregateIds: aggregateIds ?? [] });
@@ -299,6 +354,7 @@ function readRows(rows: unknown[][]): Rows {
     } else if (k === "t") names.traits.set(s!, id);
     else if (k === "a") names.aggregates.set(s!, id);
     else if (k === "d") out.deleted.push(id);
+    else if (k === "m") out.providerCount = id;
     else if (k === "z") {
       const [seq, pruned, ...started] = s!.split(" ");
       out.seq = Number(seq);

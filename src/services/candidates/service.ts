@@ -71,7 +71,7 @@ import { isFlat, ShapeHint } from "./cloud-shape.js";
 import type { Candidate } from "./combine.js";
 import { findCandidates, type EngineOptions, type EnginePath } from "./engine.js";
 import { flatAnswerTakes, flatCandidates, type FlatAnswer } from "./flat-answer.js";
-import { FlatView } from "./flat-view.js";
+import { FlatView, type FlatViewOptions } from "./flat-view.js";
 import type { CandidatesResult, NamesById } from "./generate.js";
 import { namesKnown } from "./unknown-names.js";
 
@@ -107,8 +107,8 @@ export interface CandidatesServiceOptions {
    * fails). The differential test forces each path over the same clouds.
    */
   forcePath?: CandidatesPath;
-  /** Tests only: how old the flat view's copy may get before it is read whole again (flat-view.ts). */
-  viewFullReadEveryMs?: number;
+  /** Tests only: how old the flat view's copy may get before it is read whole again, and how many providers it may hold (flat-view.ts). */
+  view?: Pick<FlatViewOptions, "fullReadEveryMs" | "maxProviders">;
 }
 
 /** One claimable candidate: what to allocate from which provider, and which providers serve each group. */
@@ -131,7 +131,7 @@ export class CandidatesService {
     // A transaction pooler gives each statement any server connection: a statement prepared on one is unknown
     // (or, named alike, already there) on the next, so there every statement is unnamed.
     const named = config.PLACEMENT_DB_POOLER !== "transaction";
-    this.view = new FlatView(db, named, options.viewFullReadEveryMs);
+    this.view = new FlatView(db, { ...options.view, namedStatements: named });
   }
 
   /**
@@ -146,13 +146,14 @@ export class CandidatesService {
     if (viewFirst) {
       if (!flatAnswerTakes(query)) throw new Error("the flat view cannot take this request");
       const flat = await flatCandidates(this.view, query, { limit: this.cap(query), randomize });
-      this.shape.saw(flat.names);
+      // Undefined: a cloud too large to copy, which the engine answers.
+      if (flat) this.shape.saw(flat.names);
       // An unknown name goes to the engine, which knows whether Placement refuses it (unknown-names.ts).
-      if (isFlat(flat.names) && namesKnown(query, flat.names)) {
+      if (flat && isFlat(flat.names) && namesKnown(query, flat.names)) {
         sink.flat(flat);
         return "flat-view";
       }
-      if (forced && !isFlat(flat.names)) throw new Error("the flat view cannot answer a cloud with trees or sharing providers");
+      if (forced && (!flat || !isFlat(flat.names))) throw new Error("the flat view cannot answer a cloud with trees or sharing providers, or one too large to copy");
     }
     const { result, path, shape } = await this.db.transaction(
       (tx) =>
