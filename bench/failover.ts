@@ -54,6 +54,12 @@ function missing(): string | undefined {
     if (!existsSync(bin)) return `${bin} not found (apt-get install ${pkg})`;
   }
   if (!postgresBin()) return "PostgreSQL server binaries not found under /usr/lib/postgresql";
+  // Debian's patroni depends on any one of its stores' clients: with another one installed, it has no etcd.
+  try {
+    execFileSync("/usr/bin/python3", ["-c", "import etcd"], { stdio: "ignore" });
+  } catch {
+    return "Patroni's etcd client is missing (apt-get install python3-etcd)";
+  }
   return undefined;
 }
 
