@@ -137,7 +137,10 @@ const ARRAY_CLOSE = ascii("]");
  * the writing time in CPU profiles.
  */
 function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: QuotedUuid): (cand: Candidate, names: NamesById) => void {
-  const classKey = new Map<number, Buffer>();
+  // `"NAME":amount` per class and amount (amounts repeat across candidates; String() of each made garbage),
+  // and in the dict form each provider's `"UUID":{"resources":{`, so each is one copy.
+  const classAmount = new Map<number, Map<number, Buffer>>();
+  const providerOpen = new IdMap<Buffer>();
   const suffixKey = new Map<string, Buffer>();
   // Reused with a count of its own: setting an array's length to 0 drops its storage, so every
   // candidate would allocate it again.
@@ -154,16 +157,21 @@ function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: QuotedUuid):
     for (let i = 0; i < count; i++) {
       const p = providers[i];
       if (i > 0) w.bytes(COMMA);
-      if (shape.dictForm) w.bytes(uuid(names, p)).bytes(RESOURCES_OPEN);
-      else w.bytes(LIST_PROVIDER_OPEN).bytes(uuid(names, p)).bytes(LIST_RESOURCES_OPEN);
+      if (shape.dictForm) {
+        let open = providerOpen.get(p);
+        if (open === undefined) providerOpen.set(p, (open = Buffer.concat([uuid(names, p), RESOURCES_OPEN])));
+        w.bytes(open);
+      } else w.bytes(LIST_PROVIDER_OPEN).bytes(uuid(names, p)).bytes(LIST_RESOURCES_OPEN);
       let first = true;
       for (const rr of cand.resources) {
         if (rr.providerId !== p) continue;
         if (!first) w.bytes(COMMA);
         first = false;
-        let key = classKey.get(rr.resourceClassId);
-        if (key === undefined) classKey.set(rr.resourceClassId, (key = ascii(`${JSON.stringify(names.resourceClassName(rr.resourceClassId))}:`)));
-        w.bytes(key).ascii(String(rr.amount));
+        let byAmount = classAmount.get(rr.resourceClassId);
+        if (byAmount === undefined) classAmount.set(rr.resourceClassId, (byAmount = new Map()));
+        let piece = byAmount.get(rr.amount);
+        if (piece === undefined) byAmount.set(rr.amount, (piece = ascii(`${JSON.stringify(names.resourceClassName(rr.resourceClassId))}:${rr.amount}`)));
+        w.bytes(piece);
       }
       w.bytes(CLOSE_TWO);
     }
