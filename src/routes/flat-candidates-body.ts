@@ -14,8 +14,9 @@
  * its request and one per inventory for its summary, with only the usage
  * written per answer. The pieces are kept (FlatBodyPieces, one per app) on
  * the details object the flat view keeps (flat-view.ts), which it replaces
- * when the provider's capacities or traits change, and tagged with the class names they were made with (a
- * class renamed before 1.7 renames them). Uuids come from the database in
+ * when the provider's capacities or traits change, and tagged with the
+ * class names they were made with (a class renamed before 1.7 renames
+ * them). Uuids come from the database in
  * canonical form and names are [A-Z0-9_]+, so no piece needs escaping. A
  * flat answer is bounded by the number of providers, so it is never streamed.
  */
