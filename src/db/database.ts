@@ -19,6 +19,17 @@ export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 /** Anything that can run queries: the pool-backed handle or a transaction. */
 export type Queryable = Db | Tx;
 
+/**
+ * The pg pool under a handle made by drizzle(pool), which carries it as
+ * `$client` (its Db type does not say so): for what needs pg itself (a
+ * connection of its own for LISTEN, named statements with array rows).
+ */
+export function poolOf(db: Db): pg.Pool {
+  const pool = (db as unknown as { $client?: pg.Pool }).$client;
+  if (!pool?.query || !pool.connect) throw new Error("the database handle has no pg pool");
+  return pool;
+}
+
 export interface Database {
   pool: pg.Pool;
   db: Db;

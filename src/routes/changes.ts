@@ -11,7 +11,8 @@ import type { AppEnv, RouteDeps } from "../http/context.js";
 import { declareRoute } from "../http/routing.js";
 import { queryPairs, validateQuery } from "../query/query-string.js";
 import { CHANGES_QUERY } from "../schemas/changes.js";
-import { ChangeNotifier, poolOf } from "../services/changes-notifier.js";
+import { poolOf } from "../db/database.js";
+import { ChangeNotifier } from "../services/changes-notifier.js";
 import { changesSince, currentCursor, type ProviderChange } from "../services/changes.js";
 
 /** How often a waiting reader looks again without a notification (one lost with a dropped connection). */

@@ -13,7 +13,6 @@
  * within that slice instead of at once.
  */
 import type pg from "pg";
-import type { Db } from "../db/database.js";
 import type { Logger } from "../log.js";
 
 const CHANNEL = "placement_changes";
@@ -149,12 +148,3 @@ export class ChangeNotifier {
   }
 }
 
-/**
- * drizzle's handle made by drizzle(pool) carries the pool as `$client` (its
- * Db type does not say so); LISTEN needs a connection of its own from it.
- */
-export function poolOf(db: Db): pg.Pool {
-  const pool = (db as unknown as { $client?: pg.Pool }).$client;
-  if (!pool?.connect) throw new Error("the database handle has no pg pool");
-  return pool;
-}

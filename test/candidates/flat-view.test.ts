@@ -9,6 +9,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Harness } from "../support/harness.js";
+import { overcommitted, usageDrift } from "../allocations/fixtures.js";
 import { custom, everyPath, startData, type Data } from "./data.js";
 
 let t: Harness;
@@ -143,7 +144,9 @@ describe("the flat view", () => {
         }
       }),
     );
-    // Once the writers are done, every path answers alike.
+    // The tables hold what the writers were told, and once they are done every path answers alike.
+    expect(await overcommitted(t)).toEqual([]);
+    expect(await usageDrift(t)).toEqual([]);
     const walk = everyPath(t);
     await walk(`resources=${CPU}:10`);
     await walk(`resources=${CPU}:60&limit=2`);

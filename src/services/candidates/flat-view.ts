@@ -32,8 +32,7 @@
  * at the next full read's time.
  * A statement that fails leaves the copy as it was.
  */
-import type pg from "pg";
-import type { Db } from "../../db/database.js";
+import { poolOf, type Db } from "../../db/database.js";
 import { capacityOf, type Room } from "../rules/capacity.js";
 import { readShapeRow, SHAPE_ROWS, SHARING_TRAIT } from "./cloud-shape.js";
 import type { IdsByName } from "./sql.js";
@@ -242,15 +241,6 @@ export class FlatView {
 
 const emptyRead = (rows: Rows): ViewRead => ({ names: rows.names, classNames: rows.classNames, providers: [], byUuid: new Map() });
 
-/**
- * drizzle's handle made by drizzle(pool) carries the pool as `$client` (its
- * Db type does not say so); named statements and array rows need pg itself.
- */
-function poolOf(db: Db): pg.Pool {
-  const pool = (db as unknown as { $client?: pg.Pool }).$client;
-  if (!pool?.query) throw new Error("the database handle has no pg pool");
-  return pool;
-}
 
 /**
  * Each row: (kind, id, text, inventories, trait names, trait ids, aggregate ids).
