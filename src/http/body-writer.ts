@@ -90,6 +90,20 @@ export class BodyWriter {
     }
   }
 
+  /**
+   * The chunk being written and the offset of the next byte in it: a caller
+   * that writes a piece it will repeat notes both before and after, and if
+   * the chunk did not change, keeps a view of the piece to write it again
+   * with one copy (a view of bytes already written, not a buffer of its own).
+   */
+  get chunk(): Buffer<ArrayBuffer> {
+    return this.current;
+  }
+
+  get offset(): number {
+    return this.used;
+  }
+
   /** Bytes written so far. */
   get size(): number {
     return this.filled + this.used;

@@ -3,14 +3,13 @@ import { Hono } from "hono";
 import type { AppEnv, RouteDeps } from "../http/context.js";
 import { setLastModified } from "../http/last-modified.js";
 import { declareRoute } from "../http/routing.js";
-import { CandidatesBody } from "./candidates-body.js";
+import { BodyPieces, CandidatesBody } from "./candidates-body.js";
 import { candidatesRequest } from "./candidates-request.js";
 import { responseShape } from "./candidates-shape.js";
-import { FlatBodyPieces } from "./flat-candidates-body.js";
 
 export function allocationCandidateRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const pieces = new FlatBodyPieces();
+  const pieces = new BodyPieces();
   declareRoute(app, "/allocation_candidates", {
     GET: async (c) => {
       const { mv, query } = candidatesRequest(c, "placement:allocation_candidates:list");

@@ -16,16 +16,22 @@ import { IdMap } from "../services/candidates/id-map.js";
 import type { FlatAnswer } from "../services/candidates/flat-answer.js";
 import type { NamesById } from "../services/candidates/generate.js";
 import type { CandidatesSink } from "../services/candidates/service.js";
-import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN, type ResponseShape } from "./candidates-shape.js";
-import { renderFlatBody, type FlatBodyPieces } from "./flat-candidates-body.js";
+import { ARRAY_CLOSE, BODY_CLOSE, CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN, type ResponseShape } from "./candidates-shape.js";
+import { candidateWriter, ProviderPieces, type EncodedUuid, type UuidPieces } from "./candidate-writer.js";
+import { FlatBodyPieces, renderFlatBody } from "./flat-candidates-body.js";
+
+/** What the bodies of all answers share (one per app): the encoded pieces of providers. */
+export class BodyPieces {
+  readonly flat = new FlatBodyPieces();
+  readonly providers = new ProviderPieces();
+}
 
 export class CandidatesBody implements CandidatesSink {
   /** The engine's answer, made with its first candidate or its end. */
   private writer?: BodyWriter;
   /** The flat view's answer, whole. */
   private whole?: Buffer<ArrayBuffer>;
-  /** Each provider's uuid as a quoted JSON string, encoded once per response. */
-  private readonly quoted = new IdMap<Buffer>();
+  private readonly encoded = new IdMap<EncodedUuid>();
   private writeOne?: (cand: Candidate, names: NamesById) => void;
   private count = 0;
   private large?: () => void;
@@ -35,7 +41,7 @@ export class CandidatesBody implements CandidatesSink {
   constructor(
     private readonly shape: ResponseShape,
     private readonly query: CandidatesQuery,
-    private readonly pieces: FlatBodyPieces,
+    private readonly pieces: BodyPieces,
   ) {}
 
   /** Allocation requests written so far. */
@@ -46,17 +52,17 @@ export class CandidatesBody implements CandidatesSink {
   /** Writes one allocation request (a field, so the engine can take it as its callback). */
   readonly candidate = (cand: Candidate, names: NamesById): void => {
     if (this.count++ > 0) this.w.bytes(COMMA);
-    (this.writeOne ??= candidateWriter(this.w, this.shape, this.quotedUuid))(cand, names);
+    (this.writeOne ??= candidateWriter(this.w, this.shape, this.uuid))(cand, names);
   };
 
   end(result: CandidatesResult): void {
-    writeSummaries(this.w.bytes(SUMMARIES_OPEN), this.shape, this.query, result, this.quotedUuid);
+    writeSummaries(this.w.bytes(SUMMARIES_OPEN), this.shape, this.query, result, this.uuid);
     this.w.bytes(BODY_CLOSE);
   }
 
   flat(answer: FlatAnswer): void {
     this.count = answer.anchors.length;
-    this.whole = renderFlatBody(this.shape, this.query, answer, this.pieces);
+    this.whole = renderFlatBody(this.shape, this.query, answer, this.pieces.flat);
   }
 
   discard(): boolean {
@@ -65,7 +71,7 @@ export class CandidatesBody implements CandidatesSink {
     this.writer = undefined;
     this.writeOne = undefined;
     this.whole = undefined;
-    this.quoted.clear();
+    this.encoded.clear();
     this.count = 0;
     return true;
   }
@@ -109,94 +115,11 @@ export class CandidatesBody implements CandidatesSink {
     return this.writer;
   }
 
-  private readonly quotedUuid = (names: NamesById, id: number): Buffer => {
-    let q = this.quoted.get(id);
-    if (q === undefined) this.quoted.set(id, (q = ascii(JSON.stringify(names.uuidOf(id)))));
-    return q;
-  };
-}
-
-type QuotedUuid = (names: NamesById, id: number) => Buffer;
-
-const ALLOCATIONS_DICT = ascii('{"allocations":{');
-const ALLOCATIONS_LIST = ascii('{"allocations":[');
-const RESOURCES_OPEN = ascii(':{"resources":{');
-const LIST_PROVIDER_OPEN = ascii('{"resource_provider":{"uuid":');
-const LIST_RESOURCES_OPEN = ascii('},"resources":{');
-const MAPPINGS_OPEN = ascii(',"mappings":{');
-const CLOSE = ascii("}");
-const CLOSE_TWO = ascii("}}");
-const LIST_CLOSE = ascii("]}");
-const ARRAY_CLOSE = ascii("]");
-
-/**
- * Writes each allocation request straight into the body as bytes (see
- * BodyWriter), without intermediate strings or objects; each provider's
- * quoted uuid, each class's `"NAME":` and each suffix's `"SUFFIX":[` are
- * encoded once per request: encoding them for every candidate was most of
- * the writing time in CPU profiles.
- */
-function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: QuotedUuid): (cand: Candidate, names: NamesById) => void {
-  // `"NAME":amount` per class and amount (amounts repeat across candidates; String() of each made garbage),
-  // and in the dict form each provider's `"UUID":{"resources":{`, so each is one copy.
-  const classAmount = new Map<number, Map<number, Buffer>>();
-  const providerOpen = new IdMap<Buffer>();
-  const suffixKey = new Map<string, Buffer>();
-  // Reused with a count of its own: setting an array's length to 0 drops its storage, so every
-  // candidate would allocate it again.
-  const providers: number[] = [];
-  return (cand, names) => {
-    // Providers in order of first appearance (a candidate names a handful: a scan beats a Map).
-    let count = 0;
-    for (const rr of cand.resources) {
-      let i = 0;
-      while (i < count && providers[i] !== rr.providerId) i++;
-      if (i === count) providers[count++] = rr.providerId;
-    }
-    w.bytes(shape.dictForm ? ALLOCATIONS_DICT : ALLOCATIONS_LIST);
-    for (let i = 0; i < count; i++) {
-      const p = providers[i];
-      if (i > 0) w.bytes(COMMA);
-      if (shape.dictForm) {
-        let open = providerOpen.get(p);
-        if (open === undefined) providerOpen.set(p, (open = Buffer.concat([uuid(names, p), RESOURCES_OPEN])));
-        w.bytes(open);
-      } else w.bytes(LIST_PROVIDER_OPEN).bytes(uuid(names, p)).bytes(LIST_RESOURCES_OPEN);
-      let first = true;
-      for (const rr of cand.resources) {
-        if (rr.providerId !== p) continue;
-        if (!first) w.bytes(COMMA);
-        first = false;
-        let byAmount = classAmount.get(rr.resourceClassId);
-        if (byAmount === undefined) classAmount.set(rr.resourceClassId, (byAmount = new Map()));
-        let piece = byAmount.get(rr.amount);
-        if (piece === undefined) byAmount.set(rr.amount, (piece = ascii(`${JSON.stringify(names.resourceClassName(rr.resourceClassId))}:${rr.amount}`)));
-        w.bytes(piece);
-      }
-      w.bytes(CLOSE_TWO);
-    }
-    if (!shape.dictForm) {
-      w.bytes(LIST_CLOSE);
-      return;
-    }
-    w.bytes(CLOSE);
-    if (shape.mappings) {
-      w.bytes(MAPPINGS_OPEN);
-      for (let g = 0; g < cand.groups.length; g++) {
-        const { suffix, providers: mapped } = cand.groups[g];
-        if (g > 0) w.bytes(COMMA);
-        let key = suffixKey.get(suffix);
-        if (key === undefined) suffixKey.set(suffix, (key = ascii(`${JSON.stringify(suffix)}:[`)));
-        w.bytes(key);
-        for (let i = 0; i < mapped.length; i++) {
-          if (i > 0) w.bytes(COMMA);
-          w.bytes(uuid(names, mapped[i]));
-        }
-        w.bytes(ARRAY_CLOSE);
-      }
-      w.bytes(CLOSE);
-    }
-    w.bytes(CLOSE);
+  /** Each provider's encoded uuid once looked up for this answer (checking a kept one costs a pass over the uuid). */
+  private readonly uuid = (names: NamesById, id: number): EncodedUuid => {
+    let encoded = this.encoded.get(id);
+    if (encoded === undefined) this.encoded.set(id, (encoded = this.pieces.providers.of(id, names.uuidOf(id))));
+    return encoded;
   };
 }
 
@@ -213,7 +136,7 @@ const NULL = ascii("null");
  * the requests: uuids, class keys and trait names are encoded once per
  * response.
  */
-function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQuery, r: CandidatesResult, uuid: QuotedUuid): void {
+function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQuery, r: CandidatesResult, uuid: UuidPieces): void {
   const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
   const quotedName = new Map<string, Buffer>();
   const name = (text: string) => {
@@ -224,7 +147,7 @@ function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQu
   for (let k = 0; k < r.summaries.length; k++) {
     const { provider, inventories, traits } = r.summaries[k];
     if (k > 0) w.bytes(COMMA);
-    w.bytes(uuid(r, provider.id)).bytes(SUMMARY_OPEN);
+    w.bytes(uuid(r, provider.id).quoted).bytes(SUMMARY_OPEN);
     let first = true;
     for (const inv of inventories) {
       if (!shape.allClasses && !requested.has(inv.resourceClass)) continue;
@@ -242,8 +165,8 @@ function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQu
       w.bytes(ARRAY_CLOSE);
     }
     if (shape.tree) {
-      w.bytes(PARENT).bytes(provider.parentId === null ? NULL : uuid(r, provider.parentId));
-      w.bytes(ROOT).bytes(uuid(r, provider.rootId));
+      w.bytes(PARENT).bytes(provider.parentId === null ? NULL : uuid(r, provider.parentId).quoted);
+      w.bytes(ROOT).bytes(uuid(r, provider.rootId).quoted);
     }
     w.bytes(CLOSE);
   }

@@ -6,6 +6,8 @@ export const COMMA = ascii(",");
 export const REQUESTS_OPEN = ascii('{"allocation_requests":[');
 export const SUMMARIES_OPEN = ascii('],"provider_summaries":{');
 export const BODY_CLOSE = ascii("}}");
+export const CLOSE = ascii("}");
+export const ARRAY_CLOSE = ascii("]");
 
 export interface ResponseShape {
   /** 1.12: allocations keyed by provider uuid (a list before). */

@@ -24,9 +24,8 @@ import { createLogger } from "../../src/log.js";
 import { createMetrics, type Metrics } from "../../src/observe/metrics.js";
 import { queryPairs } from "../../src/query/query-string.js";
 import { parseCandidatesQuery } from "../../src/query/request-groups.js";
-import { CandidatesBody } from "../../src/routes/candidates-body.js";
+import { BodyPieces, CandidatesBody } from "../../src/routes/candidates-body.js";
 import { responseShape } from "../../src/routes/candidates-shape.js";
-import { FlatBodyPieces } from "../../src/routes/flat-candidates-body.js";
 import { CandidatesService, type CandidatesSink } from "../../src/services/candidates/service.js";
 import { ReplicaRoutedCandidates } from "../../src/services/replica-candidates.js";
 import { runPlacement } from "../support/cli-process.js";
@@ -293,7 +292,7 @@ describe.skipIf(missing !== undefined)(`read replicas on a real streaming standb
     const query = parseCandidatesQuery(queryPairs("http://placement/allocation_candidates?resources=VCPU:1"), mv);
     const config = testConfig({ DATABASE_URL: primary.url });
     const routed = new ReplicaRoutedCandidates(new CandidatesService(database.db, config), server.reads, (db) => new CandidatesService(db, config));
-    const body = new CandidatesBody(responseShape(mv), query, new FlatBodyPieces());
+    const body = new CandidatesBody(responseShape(mv), query, new BodyPieces());
     let calls = 0;
     let terminated = 0;
     // The standby's sessions end under the engine as its first candidate is written: what was written

@@ -56,6 +56,7 @@ export interface Capacity {
   maxUnit: number;
 }
 
+/** How options combine; every option given to mergeGroups can take its own amounts (the planner's capacity check). */
 export interface MergeRules {
   isolate: boolean;
   sameSubtrees: string[][];
@@ -144,6 +145,8 @@ export function* mergeGroups(anchorRootId: number, options: GroupOption[][], rul
   const granulars: number[] = [];
   let granularCount = 0;
 
+  // Each option passed the capacity check on its own (see MergeRules): only an inventory that an earlier
+  // group also takes from needs the sum checked.
   const fits = (rrs: ResourceRequest[]): boolean => {
     for (const rr of rrs) {
       let total = rr.amount;
@@ -151,6 +154,7 @@ export function* mergeGroups(anchorRootId: number, options: GroupOption[][], rul
         const c = claimed[i];
         if (c.providerId === rr.providerId && c.resourceClassId === rr.resourceClassId) total += c.amount;
       }
+      if (total === rr.amount) continue;
       const cap = rules.capacityOf(rr.providerId, rr.resourceClassId);
       if (!cap || !canTakeSum(cap, total)) return false;
     }

@@ -1,0 +1,240 @@
+/**
+ * Writes the engine's allocation requests straight into the body as bytes
+ * (see BodyWriter), without intermediate strings or objects.
+ *
+ * What repeats is encoded once: each provider's quoted uuid (across
+ * answers, ProviderPieces), each `"CLASS":amount` and each suffix's key
+ * (per answer; encoding them for every candidate was most of the writing
+ * time in CPU profiles). And what repeats
+ * within a tree is written once per tree: a tree's candidates are the
+ * product of its groups' options, so each option is in several candidates
+ * (a nested tree with two NUMA nodes and two devices gives each option to
+ * two or four of its eight candidates). When no two groups of a candidate
+ * take from the same provider, its allocations are its options' own
+ * providers in group order, so each option's part (`"UUID":{"resources":
+ * {...}}` for each of its providers) and its mapping (`"SUFFIX":["UUID"]`)
+ * are rendered once and copied whole, a few pieces per candidate instead
+ * of some forty.
+ */
+import { ascii, type BodyWriter } from "../http/body-writer.js";
+import type { Candidate, GroupOption, ResourceRequest } from "../services/candidates/combine.js";
+import type { NamesById } from "../services/candidates/generate.js";
+import { IdMap } from "../services/candidates/id-map.js";
+import { ARRAY_CLOSE, CLOSE, COMMA, type ResponseShape } from "./candidates-shape.js";
+
+/** A provider's uuid as the pieces of the body that spell it. */
+export interface EncodedUuid {
+  /** The uuid, a string of its own (see ProviderPieces). */
+  uuid: string;
+  /** As a JSON string. */
+  quoted: Buffer;
+  /** `"UUID":{"resources":{`, made on first use. */
+  resourcesOpen?: Buffer;
+}
+
+/** The encoded uuid of a provider of the answer being written. */
+export type UuidPieces = (names: NamesById, id: number) => EncodedUuid;
+
+/** Past this many providers, ProviderPieces starts again empty (deleted providers' entries go too). */
+const MAX_KEPT_PROVIDERS = 200_000;
+
+/**
+ * Each provider's uuid as body pieces, kept across answers (one per app):
+ * encoding afresh, for every answer, the uuids of the three thousand
+ * providers a large nested answer names was a third of the time spent
+ * writing its candidates in CPU profiles. Provider ids are never reused, yet
+ * a kept piece is checked against the answer's own uuid for the id, so it
+ * can never spell another provider's. The uuid kept for that check is made
+ * from the encoded bytes: the answer's uuid is a slice of the text a whole
+ * batch of trees was read from, which it would keep alive.
+ */
+export class ProviderPieces {
+  private byId = new IdMap<EncodedUuid>();
+  private kept = 0;
+
+  of(id: number, uuid: string): EncodedUuid {
+    const kept = this.byId.get(id);
+    if (kept !== undefined && kept.uuid === uuid) return kept;
+    if (kept === undefined && ++this.kept > MAX_KEPT_PROVIDERS) {
+      this.byId = new IdMap();
+      this.kept = 1;
+    }
+    const quoted = ascii(JSON.stringify(uuid));
+    const made: EncodedUuid = { uuid: quoted.toString("latin1", 1, quoted.length - 1), quoted };
+    this.byId.set(id, made);
+    return made;
+  }
+}
+
+const ALLOCATIONS_DICT = ascii('{"allocations":{');
+const ALLOCATIONS_LIST = ascii('{"allocations":[');
+const RESOURCES_OPEN = ascii(':{"resources":{');
+const LIST_PROVIDER_OPEN = ascii('{"resource_provider":{"uuid":');
+const LIST_RESOURCES_OPEN = ascii('},"resources":{');
+const MAPPINGS_OPEN = ascii(',"mappings":{');
+const CLOSE_TWO = ascii("}}");
+const LIST_CLOSE = ascii("]}");
+const ARRAY_OPEN = ascii(":[");
+
+export function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: UuidPieces): (cand: Candidate, names: NamesById) => void {
+  // `"NAME":amount` per class and amount (amounts repeat across candidates; String() of each made garbage).
+  const classAmount = new Map<number, Map<number, Buffer>>();
+  const suffixKey = new Map<string, Buffer>();
+  // Reused with a count of its own: setting an array's length to 0 drops its storage, so every
+  // candidate would allocate it again.
+  const providers: number[] = [];
+  // Each option's rendered parts, for the options of the tree being written (options belong to one
+  // anchor tree: kept per tree, the maps stay a handful of entries).
+  const pieces = new OptionPieces();
+  let tree = -1;
+
+  /** The providers of `resources` in order of first appearance, each with its classes, separated by commas. */
+  const writeProviders = (out: BodyWriter, resources: readonly ResourceRequest[], names: NamesById): void => {
+    // A candidate names a handful of providers: a scan beats a Map.
+    let count = 0;
+    for (const rr of resources) {
+      let i = 0;
+      while (i < count && providers[i] !== rr.providerId) i++;
+      if (i === count) providers[count++] = rr.providerId;
+    }
+    for (let i = 0; i < count; i++) {
+      const p = providers[i];
+      if (i > 0) out.bytes(COMMA);
+      const encoded = uuid(names, p);
+      if (shape.dictForm) out.bytes((encoded.resourcesOpen ??= Buffer.concat([encoded.quoted, RESOURCES_OPEN])));
+      else out.bytes(LIST_PROVIDER_OPEN).bytes(encoded.quoted).bytes(LIST_RESOURCES_OPEN);
+      let first = true;
+      for (const rr of resources) {
+        if (rr.providerId !== p) continue;
+        if (!first) out.bytes(COMMA);
+        first = false;
+        let byAmount = classAmount.get(rr.resourceClassId);
+        if (byAmount === undefined) classAmount.set(rr.resourceClassId, (byAmount = new Map()));
+        let piece = byAmount.get(rr.amount);
+        if (piece === undefined) byAmount.set(rr.amount, (piece = ascii(`${JSON.stringify(names.resourceClassName(rr.resourceClassId))}:${rr.amount}`)));
+        out.bytes(piece);
+      }
+      out.bytes(CLOSE_TWO);
+    }
+  };
+
+  const writeMapping = (out: BodyWriter, option: GroupOption, names: NamesById): void => {
+    let key = suffixKey.get(option.suffix);
+    if (key === undefined) suffixKey.set(option.suffix, (key = Buffer.concat([ascii(JSON.stringify(option.suffix)), ARRAY_OPEN])));
+    out.bytes(key);
+    for (let i = 0; i < option.providers.length; i++) {
+      if (i > 0) out.bytes(COMMA);
+      out.bytes(uuid(names, option.providers[i]).quoted);
+    }
+    out.bytes(ARRAY_CLOSE);
+  };
+
+  // An option's allocations or mapping: written in place the first time; after, the bytes written then are
+  // copied again in one piece (a view of the chunk they sit in: the writer never reuses a chunk). Not kept
+  // when they fell across two chunks, nor past the first MAX_KEPT_OPTIONS options of a tree.
+  const writeOptionPart = (option: GroupOption, names: NamesById, mapping: boolean): void => {
+    const i = pieces.indexOf(option);
+    const kept = mapping ? pieces.mappings : pieces.allocations;
+    const seen = i < 0 ? undefined : kept[i];
+    if (seen !== undefined) {
+      w.bytes(seen);
+      return;
+    }
+    const chunk = w.chunk;
+    const start = w.offset;
+    if (mapping) writeMapping(w, option, names);
+    else writeProviders(w, option.resources, names);
+    if (i >= 0 && w.chunk === chunk) kept[i] = chunk.subarray(start, w.offset);
+  };
+
+  return (cand, names) => {
+    // A single group's option is in this one candidate only: nothing to reuse.
+    const reuse = cand.groups.length > 1;
+    if (reuse && cand.anchorRootId !== tree) {
+      tree = cand.anchorRootId;
+      pieces.clear();
+    }
+    w.bytes(shape.dictForm ? ALLOCATIONS_DICT : ALLOCATIONS_LIST);
+    if (reuse && ownProviders(cand.groups)) {
+      let first = true;
+      for (const option of cand.groups) {
+        if (option.resources.length === 0) continue;
+        if (!first) w.bytes(COMMA);
+        first = false;
+        writeOptionPart(option, names, false);
+      }
+    } else writeProviders(w, cand.resources, names);
+    if (!shape.dictForm) {
+      w.bytes(LIST_CLOSE);
+      return;
+    }
+    w.bytes(CLOSE);
+    if (shape.mappings) {
+      w.bytes(MAPPINGS_OPEN);
+      for (let g = 0; g < cand.groups.length; g++) {
+        const option = cand.groups[g];
+        if (g > 0) w.bytes(COMMA);
+        if (reuse) writeOptionPart(option, names, true);
+        else writeMapping(w, option, names);
+      }
+      w.bytes(CLOSE);
+    }
+    w.bytes(CLOSE);
+  };
+}
+
+/**
+ * True when no two of the options take from the same provider: then the
+ * candidate's resources are the options' resources in group order, nothing
+ * summed (Candidate), and its providers in order of first appearance are
+ * each option's in turn.
+ */
+function ownProviders(options: readonly GroupOption[]): boolean {
+  for (let a = 1; a < options.length; a++) {
+    const later = options[a].resources;
+    for (let i = 0; i < later.length; i++) {
+      const provider = later[i].providerId;
+      for (let b = 0; b < a; b++) {
+        const earlier = options[b].resources;
+        for (let j = 0; j < earlier.length; j++) if (earlier[j].providerId === provider) return false;
+      }
+    }
+  }
+  return true;
+}
+
+/**
+ * Options of one tree whose parts OptionPieces keeps: a tree of many options
+ * (dozens of devices) is written piece by piece past them rather than scanned.
+ */
+const MAX_KEPT_OPTIONS = 32;
+
+/**
+ * The written parts of the options of one tree: a handful, so a scan of
+ * parallel arrays, emptied by a count (a Map's clear allocates its table
+ * again, once per tree).
+ */
+class OptionPieces {
+  private readonly options: GroupOption[] = [];
+  private count = 0;
+  readonly allocations: Array<Buffer | undefined> = [];
+  readonly mappings: Array<Buffer | undefined> = [];
+
+  /** The option's slot, made empty when new; -1 when the tree has too many options to keep another. */
+  indexOf(option: GroupOption): number {
+    let i = 0;
+    while (i < this.count && this.options[i] !== option) i++;
+    if (i === this.count) {
+      if (i === MAX_KEPT_OPTIONS) return -1;
+      this.options[i] = option;
+      this.allocations[i] = undefined;
+      this.mappings[i] = undefined;
+      this.count++;
+    }
+    return i;
+  }
+
+  clear(): void {
+    this.count = 0;
+  }
+}
