@@ -20,7 +20,7 @@ import { ascii, type BodyWriter } from "../http/body-writer.js";
 import type { Candidate, GroupOption, ResourceRequest } from "../services/candidates/combine.js";
 import type { NamesById } from "../services/candidates/generate.js";
 import { IdMap } from "../services/candidates/id-map.js";
-import { ARRAY_CLOSE, CLOSE, COMMA, type ResponseShape } from "./candidates-shape.js";
+import { ARRAY_CLOSE, COMMA, type ResponseShape } from "./candidates-shape.js";
 
 /** A provider's uuid as the pieces of the body that spell it. */
 export interface EncodedUuid {
@@ -71,7 +71,7 @@ const ALLOCATIONS_LIST = ascii('{"allocations":[');
 const RESOURCES_OPEN = ascii(':{"resources":{');
 const LIST_PROVIDER_OPEN = ascii('{"resource_provider":{"uuid":');
 const LIST_RESOURCES_OPEN = ascii('},"resources":{');
-const MAPPINGS_OPEN = ascii(',"mappings":{');
+const ALLOCATIONS_CLOSE_MAPPINGS_OPEN = ascii('},"mappings":{');
 const CLOSE_TWO = ascii("}}");
 const LIST_CLOSE = ascii("]}");
 const ARRAY_OPEN = ascii(":[");
@@ -129,10 +129,12 @@ export function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: UuidP
     out.bytes(ARRAY_CLOSE);
   };
 
-  // An option's allocations or mapping: written in place the first time; after, the bytes written then are
-  // copied again in one piece (a view of the chunk they sit in: the writer never reuses a chunk). Not kept
-  // when they fell across two chunks, nor past the first MAX_KEPT_OPTIONS options of a tree.
-  const writeOptionPart = (option: GroupOption, names: NamesById, mapping: boolean): void => {
+  // An option's allocations or mapping, with the punctuation before and after it (the same wherever the
+  // option is: an option belongs to one group, at one place in the request): written in place the first
+  // time; after, the bytes written then are copied again in one piece (a view of the chunk they sit in:
+  // the writer never reuses a chunk). Not kept when they fell across two chunks, nor past the first
+  // MAX_KEPT_OPTIONS options of a tree.
+  const writeOptionPart = (option: GroupOption, names: NamesById, mapping: boolean, before: Buffer | undefined, after: Buffer | undefined): void => {
     const i = pieces.indexOf(option);
     const kept = mapping ? pieces.mappings : pieces.allocations;
     const seen = i < 0 ? undefined : kept[i];
@@ -142,8 +144,10 @@ export function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: UuidP
     }
     const chunk = w.chunk;
     const start = w.offset;
+    if (before !== undefined) w.bytes(before);
     if (mapping) writeMapping(w, option, names);
     else writeProviders(w, option.resources, names);
+    if (after !== undefined) w.bytes(after);
     if (i >= 0 && w.chunk === chunk) kept[i] = chunk.subarray(start, w.offset);
   };
 
@@ -159,27 +163,29 @@ export function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: UuidP
       let first = true;
       for (const option of cand.groups) {
         if (option.resources.length === 0) continue;
-        if (!first) w.bytes(COMMA);
+        writeOptionPart(option, names, false, first ? undefined : COMMA, undefined);
         first = false;
-        writeOptionPart(option, names, false);
       }
     } else writeProviders(w, cand.resources, names);
     if (!shape.dictForm) {
       w.bytes(LIST_CLOSE);
       return;
     }
-    w.bytes(CLOSE);
-    if (shape.mappings) {
-      w.bytes(MAPPINGS_OPEN);
-      for (let g = 0; g < cand.groups.length; g++) {
-        const option = cand.groups[g];
-        if (g > 0) w.bytes(COMMA);
-        if (reuse) writeOptionPart(option, names, true);
-        else writeMapping(w, option, names);
-      }
-      w.bytes(CLOSE);
+    if (!shape.mappings) {
+      w.bytes(CLOSE_TWO);
+      return;
     }
-    w.bytes(CLOSE);
+    if (!reuse) {
+      // One group (no comma between mappings).
+      w.bytes(ALLOCATIONS_CLOSE_MAPPINGS_OPEN);
+      for (const option of cand.groups) writeMapping(w, option, names);
+      w.bytes(CLOSE_TWO);
+      return;
+    }
+    const last = cand.groups.length - 1;
+    for (let g = 0; g <= last; g++) {
+      writeOptionPart(cand.groups[g], names, true, g === 0 ? ALLOCATIONS_CLOSE_MAPPINGS_OPEN : COMMA, g === last ? CLOSE_TWO : undefined);
+    }
   };
 }
 
