@@ -28,9 +28,14 @@ export interface EncodedUuid {
   uuid: string;
   /** As a JSON string. */
   quoted: Buffer;
-  /** `"UUID":{"resources":{`, made on first use. */
+  /** `"UUID":{"resources":{` (an allocation's and a summary's opening), made on first use. */
   resourcesOpen?: Buffer;
+  /** `,"root_provider_uuid":"UUID"}` (the end of a summary in this tree), made on first use. */
+  asRoot?: Buffer;
 }
+
+/** `"UUID":{"resources":{`, kept with the uuid. */
+export const resourcesOpenOf = (encoded: EncodedUuid): Buffer => (encoded.resourcesOpen ??= Buffer.concat([encoded.quoted, RESOURCES_OPEN]));
 
 /** The encoded uuid of a provider of the answer being written. */
 export type UuidPieces = (names: NamesById, id: number) => EncodedUuid;
@@ -101,7 +106,7 @@ export function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: UuidP
       const p = providers[i];
       if (i > 0) out.bytes(COMMA);
       const encoded = uuid(names, p);
-      if (shape.dictForm) out.bytes((encoded.resourcesOpen ??= Buffer.concat([encoded.quoted, RESOURCES_OPEN])));
+      if (shape.dictForm) out.bytes(resourcesOpenOf(encoded));
       else out.bytes(LIST_PROVIDER_OPEN).bytes(encoded.quoted).bytes(LIST_RESOURCES_OPEN);
       let first = true;
       for (const rr of resources) {

@@ -17,7 +17,7 @@ import type { FlatAnswer } from "../services/candidates/flat-answer.js";
 import type { NamesById } from "../services/candidates/generate.js";
 import type { CandidatesSink } from "../services/candidates/service.js";
 import { ARRAY_CLOSE, BODY_CLOSE, CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN, type ResponseShape } from "./candidates-shape.js";
-import { candidateWriter, ProviderPieces, type EncodedUuid, type UuidPieces } from "./candidate-writer.js";
+import { candidateWriter, ProviderPieces, resourcesOpenOf, type EncodedUuid, type UuidPieces } from "./candidate-writer.js";
 import { FlatBodyPieces, renderFlatBody } from "./flat-candidates-body.js";
 
 /** What the bodies of all answers share (one per app): the encoded pieces of providers. */
@@ -123,18 +123,19 @@ export class CandidatesBody implements CandidatesSink {
   };
 }
 
-const SUMMARY_OPEN = ascii(':{"resources":{');
 const CAPACITY_OPEN = ascii(':{"capacity":');
 const USED = ascii(',"used":');
-const TRAITS_OPEN = ascii(',"traits":[');
-const PARENT = ascii(',"parent_provider_uuid":');
+const RESOURCES_CLOSE_TRAITS_OPEN = ascii('},"traits":[');
+const TRAITS_CLOSE_PARENT = ascii('],"parent_provider_uuid":');
+const RESOURCES_CLOSE_PARENT = ascii('},"parent_provider_uuid":');
 const ROOT = ascii(',"root_provider_uuid":');
 const NULL = ascii("null");
 
 /**
  * The provider summaries of every provider the candidates use, as bytes like
- * the requests: uuids, class keys and trait names are encoded once per
- * response.
+ * the requests: uuids (with the punctuation around them: a summary's opening,
+ * its root's uuid and its closing brace), class keys and trait names are
+ * encoded once, and constant punctuation is one piece where it meets.
  */
 function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQuery, r: CandidatesResult, uuid: UuidPieces): void {
   const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
@@ -144,31 +145,35 @@ function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQu
     if (q === undefined) quotedName.set(text, (q = ascii(JSON.stringify(text))));
     return q;
   };
+  // `"CLASS":{"capacity":` per class id.
+  const capacityOpen = new Map<number, Buffer>();
   for (let k = 0; k < r.summaries.length; k++) {
     const { provider, inventories, traits } = r.summaries[k];
     if (k > 0) w.bytes(COMMA);
-    w.bytes(uuid(r, provider.id).quoted).bytes(SUMMARY_OPEN);
+    w.bytes(resourcesOpenOf(uuid(r, provider.id)));
     let first = true;
     for (const inv of inventories) {
       if (!shape.allClasses && !requested.has(inv.resourceClass)) continue;
       if (!first) w.bytes(COMMA);
       first = false;
-      w.bytes(name(inv.resourceClass)).bytes(CAPACITY_OPEN).ascii(String(inv.capacity)).bytes(USED).ascii(String(inv.used)).bytes(CLOSE);
+      let open = capacityOpen.get(inv.resourceClassId);
+      if (open === undefined) capacityOpen.set(inv.resourceClassId, (open = Buffer.concat([name(inv.resourceClass), CAPACITY_OPEN])));
+      w.bytes(open).ascii(String(inv.capacity)).bytes(USED).ascii(String(inv.used)).bytes(CLOSE);
     }
-    w.bytes(CLOSE);
     if (shape.traits) {
-      w.bytes(TRAITS_OPEN);
+      w.bytes(RESOURCES_CLOSE_TRAITS_OPEN);
       for (let i = 0; i < traits.length; i++) {
         if (i > 0) w.bytes(COMMA);
         w.bytes(name(traits[i]));
       }
-      w.bytes(ARRAY_CLOSE);
     }
-    if (shape.tree) {
-      w.bytes(PARENT).bytes(provider.parentId === null ? NULL : uuid(r, provider.parentId).quoted);
-      w.bytes(ROOT).bytes(uuid(r, provider.rootId).quoted);
+    if (!shape.tree) {
+      w.bytes(shape.traits ? ARRAY_CLOSE : CLOSE).bytes(CLOSE);
+      continue;
     }
-    w.bytes(CLOSE);
+    w.bytes(shape.traits ? TRAITS_CLOSE_PARENT : RESOURCES_CLOSE_PARENT).bytes(provider.parentId === null ? NULL : uuid(r, provider.parentId).quoted);
+    const root = uuid(r, provider.rootId);
+    w.bytes((root.asRoot ??= Buffer.concat([ROOT, root.quoted, CLOSE])));
   }
 }
 
