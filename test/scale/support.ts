@@ -7,7 +7,7 @@ export function bouncerForTestDatabases(port: number, serverPool: number): Promi
   const target = new URL(inject("adminDatabaseUrl"));
   return startPgBouncer({
     port,
-    target: { host: target.hostname, port: Number(target.port || 5432) },
+    target: { host: target.hostname, port: Number(target.port || 5432), user: decodeURIComponent(target.username), password: decodeURIComponent(target.password) },
     poolMode: "transaction",
     settings: { default_pool_size: serverPool },
   });

@@ -185,17 +185,22 @@ export interface PgBouncer {
 /**
  * PgBouncer (Debian's 1.18) on 127.0.0.1:`port` in front of `target`
  * (default the machine's 127.0.0.1:5432), auth_type trust, every database
- * passed through (`* = host=... port=...`). `poolMode` default transaction,
- * the mode large deployments use; `settings` are extra [pgbouncer] lines.
+ * passed through (`* = host=... port=...`), logging into the target as
+ * `target.user` (default postgres) with `target.password` (an embedded
+ * PostgreSQL has its own user and a password; the machine's trusts
+ * loopback); clients connect as that user. `poolMode` default transaction, the mode large
+ * deployments use; `settings` are extra [pgbouncer] lines.
  */
 export async function startPgBouncer(options: {
   port: number;
-  target?: { host?: string; port: number };
+  target?: { host?: string; port: number; user?: string; password?: string };
   poolMode?: "session" | "transaction" | "statement";
   settings?: Record<string, string | number>;
 }): Promise<PgBouncer> {
   const dir = await ownedDir("placement-pgbouncer-");
-  const target = { host: "127.0.0.1", port: 5432, ...options.target };
+  const target = { host: "127.0.0.1", port: 5432, ...options.target, user: options.target?.user || "postgres" };
+  // A PgBouncer userlist quotes with double quotes; a password with one (or a backslash) is not written.
+  if (/["\\]/.test(target.user + (target.password ?? ""))) throw new Error("a user or password PgBouncer's userlist cannot hold");
   const settings: Record<string, string | number> = {
     listen_addr: "127.0.0.1",
     listen_port: options.port,
@@ -207,7 +212,7 @@ export async function startPgBouncer(options: {
     default_pool_size: 20,
     logfile: path.join(dir, "pgbouncer.log"),
     pidfile: path.join(dir, "pgbouncer.pid"),
-    admin_users: "postgres",
+    admin_users: target.user,
     ...options.settings,
   };
   const ini = [
@@ -220,14 +225,14 @@ export async function startPgBouncer(options: {
   ].join("\n");
   const iniPath = path.join(dir, "pgbouncer.ini");
   await writeFile(iniPath, ini);
-  await writeFile(settings.auth_file as string, '"postgres" ""\n');
+  await writeFile(settings.auth_file as string, `${JSON.stringify(target.user)} ${JSON.stringify(target.password ?? "")}\n`);
   // As root, PgBouncer itself switches to postgres (-u), so our signals reach it and not a wrapper.
   if (isRoot()) await exec("chown", ["-R", "postgres:postgres", dir]);
   const child: ChildProcess = spawn("/usr/sbin/pgbouncer", [...(isRoot() ? ["-u", "postgres"] : []), iniPath], { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr?.on("data", (d) => (stderr += String(d)));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const urlFor = (db = "postgres") => `postgresql://postgres@127.0.0.1:${options.port}/${db}`;
+  const urlFor = (db = "postgres") => `postgresql://${encodeURIComponent(target.user)}@127.0.0.1:${options.port}/${db}`;
   const readLog = async () => (await readFile(settings.logfile as string, "utf8").catch(() => "")) + stderr;
   const deadline = Date.now() + 20_000;
   for (;;) {
