@@ -40,8 +40,14 @@ export const resourcesOpenOf = (encoded: EncodedUuid): Buffer => (encoded.resour
 /** The encoded uuid of a provider of the answer being written. */
 export type UuidPieces = (names: NamesById, id: number) => EncodedUuid;
 
-/** Past this many providers, ProviderPieces starts again empty (deleted providers' entries go too). */
-const MAX_KEPT_PROVIDERS = 200_000;
+/**
+ * Past this many providers, ProviderPieces starts again empty (deleted
+ * providers' entries go too). A kept provider costs about a kilobyte of
+ * resident memory, a third of it heap (its buffers are small objects each):
+ * this bounds the cache near 64 MB, and still holds every provider of an
+ * answer over 10,000 nested trees.
+ */
+const MAX_KEPT_PROVIDERS = 65_536;
 
 /**
  * Each provider's uuid as body pieces, kept across answers (one per app):
