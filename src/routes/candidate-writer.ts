@@ -2,19 +2,19 @@
  * Writes the engine's allocation requests straight into the body as bytes
  * (see BodyWriter), without intermediate strings or objects.
  *
- * What repeats is encoded once: each provider's quoted uuid (across
+ * What repeats is encoded once: each provider's uuid pieces (across
  * answers, ProviderPieces), each `"CLASS":amount` and each suffix's key
  * (per answer; encoding them for every candidate was most of the writing
- * time in CPU profiles). And what repeats
- * within a tree is written once per tree: a tree's candidates are the
- * product of its groups' options, so each option is in several candidates
- * (a nested tree with two NUMA nodes and two devices gives each option to
- * two or four of its eight candidates). When no two groups of a candidate
- * take from the same provider, its allocations are its options' own
- * providers in group order, so each option's part (`"UUID":{"resources":
- * {...}}` for each of its providers) and its mapping (`"SUFFIX":["UUID"]`)
- * are rendered once and copied whole, a few pieces per candidate instead
- * of some forty.
+ * time in CPU profiles). And what repeats within a tree is written once
+ * per tree: a tree's candidates are the product of its groups' options, so
+ * each option is in several candidates (a nested tree with two NUMA nodes
+ * and two devices gives each option to two or four of its eight
+ * candidates). When no two groups of a candidate take from the same
+ * provider, its allocations are its options' own providers in group order,
+ * so each option's part (`"UUID":{"resources":{...}}` for each of its
+ * providers) and its mapping (`"SUFFIX":["UUID"]`), with the punctuation
+ * around them, are written once and copied whole: seven pieces for a
+ * candidate of three groups instead of some forty.
  */
 import { ascii, type BodyWriter } from "../http/body-writer.js";
 import type { Candidate, GroupOption, ResourceRequest } from "../services/candidates/combine.js";
@@ -94,8 +94,8 @@ export function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: UuidP
   // Reused with a count of its own: setting an array's length to 0 drops its storage, so every
   // candidate would allocate it again.
   const providers: number[] = [];
-  // Each option's rendered parts, for the options of the tree being written (options belong to one
-  // anchor tree: kept per tree, the maps stay a handful of entries).
+  // Each option's written parts, for the options of the tree being written (options belong to one
+  // anchor tree: kept per tree, they are a handful).
   const pieces = new OptionPieces();
   let tree = -1;
 
