@@ -16,7 +16,14 @@
  *
  * Everything written must be ASCII (JSON text whose strings are uuids and
  * [A-Z0-9_] names, numbers and punctuation).
+ *
+ * Given BodyBuffers, the writer takes its buffers there and gives them back
+ * when told its response is sent (recycle); the chunks of a body that is
+ * streamed leave as they fill and are not given back (keeping them until the
+ * end would keep the whole body in memory).
  */
+import type { BodyBuffers } from "./body-buffers.js";
+
 /** Up to this many bytes a piece is copied byte by byte rather than by a native call. */
 const SMALL = 16;
 
@@ -39,11 +46,18 @@ export class BodyWriter {
   /** Once streaming, where each chunk goes as it fills. */
   private send?: (chunk: Buffer<ArrayBuffer>) => void;
   private waiting?: { bytes: number; resolve: () => void };
+  /** What the writer took from `buffers` and has not sent away, to give back in recycle. */
+  private readonly taken: Buffer<ArrayBuffer>[] = [];
+  private recycled = false;
 
   /** `firstChunkBytes`: what the caller expects to write (one chunk then holds it all). */
-  constructor(firstChunkBytes = 64 * 1024, chunkBytes = 64 * 1024) {
-    this.current = Buffer.allocUnsafe(firstChunkBytes);
+  constructor(
+    firstChunkBytes = 64 * 1024,
+    chunkBytes = 64 * 1024,
+    private readonly buffers?: BodyBuffers,
+  ) {
     this.chunkBytes = chunkBytes;
+    this.current = this.allocate(firstChunkBytes);
   }
 
   /** Pre-encoded bytes (a piece made once and written many times). */
@@ -118,7 +132,23 @@ export class BodyWriter {
   /** The body as one buffer (a view when it fits in one chunk, else a copy). */
   finish(): Buffer<ArrayBuffer> {
     const last = this.current.subarray(0, this.used);
-    return this.full.length === 0 ? last : Buffer.concat([...this.full, last]);
+    if (this.full.length === 0) return last;
+    const whole = this.allocate(this.size);
+    let at = 0;
+    for (const chunk of [...this.full, last]) at += chunk.copy(whole, at);
+    return whole.subarray(0, at);
+  }
+
+  /**
+   * Gives the writer's buffers back to its BodyBuffers: call once the
+   * response is sent, when neither the writer nor any view of what it wrote
+   * (finish's buffer, a caller's kept piece) will be read again.
+   */
+  recycle(): void {
+    if (this.recycled || this.buffers === undefined) return;
+    this.recycled = true;
+    this.buffers.give(this.taken);
+    this.taken.length = 0;
   }
 
   /** The whole body as a stream of its chunks, each released once sent. */
@@ -152,6 +182,8 @@ export class BodyWriter {
     for (const chunk of this.full) send(chunk);
     this.full.length = 0;
     this.send = send;
+    // Sent chunks are read by the socket at its own pace: none can be given back.
+    this.taken.length = 0;
     return {
       stream,
       end: () => {
@@ -171,12 +203,20 @@ export class BodyWriter {
     this.filled += chunk.length;
     if (this.send) this.send(chunk);
     else this.full.push(chunk);
-    this.current = Buffer.allocUnsafe(this.chunkBytes);
+    this.current = this.allocate(this.chunkBytes);
     this.used = 0;
     if (this.waiting && this.filled > this.waiting.bytes) {
       this.waiting.resolve();
       this.waiting = undefined;
     }
+  }
+
+  private allocate(bytes: number): Buffer<ArrayBuffer> {
+    if (this.buffers === undefined) return Buffer.allocUnsafe(bytes);
+    const buffer = this.buffers.take(bytes);
+    // A streaming writer's chunks leave as they fill (see startStream).
+    if (this.send === undefined) this.taken.push(buffer);
+    return buffer;
   }
 }
 

@@ -15,3 +15,13 @@ export function nodeBindings(c: AppContext): NodeBindings {
 export function peerAddress(c: AppContext): string | undefined {
   return nodeBindings(c).incoming?.socket?.remoteAddress;
 }
+
+/**
+ * Runs `sent` once the response has been handed whole to the kernel (the
+ * ServerResponse's 'finish'): then nothing reads the body's buffers again.
+ * Never runs for a response the client did not wait for, nor without a
+ * socket (app.request in tests).
+ */
+export function whenSent(c: AppContext, sent: () => void): void {
+  nodeBindings(c).outgoing?.once("finish", sent);
+}

@@ -2,6 +2,7 @@
 import { Hono } from "hono";
 import type { AppEnv, RouteDeps } from "../http/context.js";
 import { setLastModified } from "../http/last-modified.js";
+import { whenSent } from "../http/node-bindings.js";
 import { declareRoute } from "../http/routing.js";
 import { BodyPieces, CandidatesBody } from "./candidates-body.js";
 import { candidatesRequest } from "./candidates-request.js";
@@ -22,6 +23,7 @@ export function allocationCandidateRoutes(deps: RouteDeps): Hono<AppEnv> {
       const bytes = await body.respond(answering, (error) =>
         deps.log.error("allocation candidates failed while streaming", { requestId: c.get("requestId"), error: error.message }),
       );
+      whenSent(c, () => body.recycle());
       setLastModified(c, new Date());
       return c.body(bytes, 200, { "content-type": "application/json" });
     },

@@ -8,6 +8,7 @@
  * chunks. From the flat view, the whole body at once
  * (flat-candidates-body.ts).
  */
+import { BodyBuffers } from "../http/body-buffers.js";
 import { ascii, BodyWriter } from "../http/body-writer.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
 import type { Candidate } from "../services/candidates/combine.js";
@@ -20,17 +21,19 @@ import { ARRAY_CLOSE, BODY_CLOSE, CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN, t
 import { candidateWriter, ProviderPieces, resourcesOpenOf, type EncodedUuid, type UuidPieces } from "./candidate-writer.js";
 import { FlatBodyPieces, renderFlatBody } from "./flat-candidates-body.js";
 
-/** What the bodies of all answers share (one per app): the encoded pieces of providers. */
+/** What the bodies of all answers share (one per app): the encoded pieces of providers, and the buffers bodies are written in. */
 export class BodyPieces {
   readonly flat = new FlatBodyPieces();
   readonly providers = new ProviderPieces();
+  readonly buffers = new BodyBuffers();
 }
 
 export class CandidatesBody implements CandidatesSink {
   /** The engine's answer, made with its first candidate or its end. */
   private writer?: BodyWriter;
-  /** The flat view's answer, whole. */
+  /** The flat view's answer, whole, and the writer of it. */
   private whole?: Buffer<ArrayBuffer>;
+  private flatWriter?: BodyWriter;
   private readonly encoded = new IdMap<EncodedUuid>();
   private writeOne?: (cand: Candidate, names: NamesById) => void;
   private count = 0;
@@ -62,18 +65,30 @@ export class CandidatesBody implements CandidatesSink {
 
   flat(answer: FlatAnswer): void {
     this.count = answer.anchors.length;
-    this.whole = renderFlatBody(this.shape, this.query, answer, this.pieces.flat);
+    this.flatWriter = new BodyWriter(1024 + answer.anchors.length * 512, undefined, this.pieces.buffers);
+    this.whole = renderFlatBody(this.flatWriter, this.shape, this.query, answer, this.pieces.flat);
   }
 
   discard(): boolean {
     if (this.live) return false;
-    // A new writer (made on the next write) registers the stream's size trigger again.
-    this.writer = undefined;
+    // Nothing written has been sent. A new writer (made on the next write) registers the stream's size trigger again.
+    this.recycle();
     this.writeOne = undefined;
-    this.whole = undefined;
     this.encoded.clear();
     this.count = 0;
     return true;
+  }
+
+  /**
+   * The response is sent (or will never be): the body's buffers go back to
+   * be written again. Nothing this body wrote may be read after.
+   */
+  recycle(): void {
+    this.writer?.recycle();
+    this.flatWriter?.recycle();
+    this.writer = undefined;
+    this.flatWriter = undefined;
+    this.whole = undefined;
   }
 
   /**
@@ -109,7 +124,7 @@ export class CandidatesBody implements CandidatesSink {
 
   private get w(): BodyWriter {
     if (!this.writer) {
-      this.writer = new BodyWriter().bytes(REQUESTS_OPEN);
+      this.writer = new BodyWriter(undefined, undefined, this.pieces.buffers).bytes(REQUESTS_OPEN);
       if (this.large) this.writer.whenLarger(STREAM_FROM_BYTES).then(this.large);
     }
     return this.writer;

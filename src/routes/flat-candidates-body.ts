@@ -20,7 +20,7 @@
  * canonical form and names are [A-Z0-9_]+, so no piece needs escaping. A
  * flat answer is bounded by the number of providers, so it is never streamed.
  */
-import { ascii, BodyWriter } from "../http/body-writer.js";
+import { ascii, type BodyWriter } from "../http/body-writer.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
 import type { FlatAnswer } from "../services/candidates/flat-answer.js";
 import type { ProviderDetails } from "../services/candidates/flat-view.js";
@@ -103,7 +103,8 @@ function summaryPieces(form: string, shape: ResponseShape, details: ProviderDeta
   return { form, parts: parts.map(ascii), classIds };
 }
 
-export function renderFlatBody(shape: ResponseShape, query: CandidatesQuery, { anchors, classNames, names }: FlatAnswer, pieces: FlatBodyPieces): Buffer<ArrayBuffer> {
+/** The body, written by `w` (made to hold about 512 bytes per candidate). */
+export function renderFlatBody(w: BodyWriter, shape: ResponseShape, query: CandidatesQuery, { anchors, classNames, names }: FlatAnswer, pieces: FlatBodyPieces): Buffer<ArrayBuffer> {
   const amounts = new Map<string, number>();
   for (const g of query.groups) for (const [rc, amount] of g.resources) amounts.set(rc, (amounts.get(rc) ?? 0) + amount);
   const template = requestTemplate(shape, query, amounts);
@@ -113,7 +114,6 @@ export function renderFlatBody(shape: ResponseShape, query: CandidatesQuery, { a
   const form = summaryForm(shape, requestedIds);
   const naming = namingOf(classNames);
 
-  const w = new BodyWriter(1024 + anchors.length * 512);
   w.bytes(REQUESTS_OPEN);
   const providers: EncodedProvider[] = new Array(anchors.length);
   for (let i = 0; i < anchors.length; i++) {
