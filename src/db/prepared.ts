@@ -1,5 +1,6 @@
 /**
- * Named (prepared) statements for the write path of a claim. An allocation
+ * Named (prepared) statements for the write path of a claim and for the
+ * candidates engine's reads (services/candidates/sql.ts). An allocation
  * write is a handful of statements of a few kilobytes each; sent unnamed,
  * PostgreSQL parses and plans every one of them at every claim (its
  * statement log showed that taking longer than executing them), and the
