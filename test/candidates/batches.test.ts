@@ -4,7 +4,8 @@
  * These trees make the first batches come up empty, so several are needed,
  * and a sharing provider created before all of them must still serve the late ones.
  * Without a limit the batches are fixed in size, and a sharing provider that
- * is a root of a later batch is read once, with the first batch, not again with its own.
+ * is a root of a later batch is read once, with the first batch, not again with its own;
+ * their trees are read ahead, several batches in flight at once.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -64,5 +65,23 @@ describe("batches of trees", () => {
     });
     expect(picked).toEqual(children.map((c) => c.uuid));
     expect(res.body.provider_summaries[shared.uuid].resources[DISK]).toEqual({ capacity: 1000, used: 0 });
+  });
+
+  it("without a limit, finds every tree with room exactly once, in order, over batches read ahead", async () => {
+    const [VF, MEM] = [custom("VF"), custom("MEM")];
+    const withRoom: Provider[] = [];
+    // Enough trees for several batches in flight, every third one full.
+    for (let i = 0; i < 800; i++) {
+      const root = await d.provider({ inventory: { [MEM]: 100 + i } });
+      const child = await d.provider({ parent: root, inventory: { [VF]: 1 } });
+      if (i % 3 === 0) await d.allocate(child, VF, 1);
+      else withRoom.push(child);
+    }
+
+    const res = await t.request("GET", `/allocation_candidates?resources=${MEM}:1&resources1=${VF}:1`);
+    expect(res.status).toBe(200);
+    const picked = res.body.allocation_requests.map((a: any) => a.mappings["1"][0]);
+    expect(picked).toEqual(withRoom.map((c) => c.uuid));
+    expect(new Set(res.body.allocation_requests.map((a: any) => a.mappings[""][0])).size).toBe(withRoom.length);
   });
 });

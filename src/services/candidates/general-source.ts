@@ -17,7 +17,7 @@ import { spreadOptions, type GroupOption } from "./combine.js";
 import type { AnchorSource } from "./generate.js";
 import { IdMap } from "./id-map.js";
 import { EMPTY, planBatch, resourcelessProviders, type Members, type Scope } from "./plan.js";
-import { loadTrees, loadTreesAfter, memberships, rootsOf, sharingAnchors, type IdsByName, type TreeData } from "./sql.js";
+import { loadTrees, loadTreesAfter, memberships, rootIdsAfter, rootsOf, sharingAnchors, type IdsByName, type TreeData } from "./sql.js";
 
 export type { Members } from "./plan.js";
 
@@ -65,17 +65,49 @@ export function generalSource(tx: Queryable, query: CandidatesQuery, names: IdsB
     const anchors = members.sharing.flatMap((rp) => members.anchorsOf.get(rp) ?? []);
     return unique([...roots, ...anchors]).sort((a, b) => a - b);
   };
+  const treesOf = async (roots: number[]): Promise<Loaded> => ({ roots, data: await loadTrees(tx, roots.filter((r) => !sharingRoots.has(r))) });
   // The batch's roots and its trees but the sharing providers' (loaded with the first batch).
-  const batchAfter = async (afterId: number, count: number | undefined): Promise<{ roots: number[]; data: TreeData }> => {
+  const batchAfter = async (afterId: number, count: number | undefined): Promise<Loaded> => {
     pinned ??= pinnedRoots() ?? [];
     if (pinned.length === 0) return loadTreesAfter(tx, afterId, count, [...sharingRoots]);
     const fromPinned = pinned.filter((r) => r > afterId);
-    const roots = count === undefined ? fromPinned : fromPinned.slice(0, count);
-    return { roots, data: await loadTrees(tx, roots.filter((r) => !sharingRoots.has(r))) };
+    return treesOf(count === undefined ? fromPinned : fromPinned.slice(0, count));
+  };
+  // When every batch is wanted: all the roots to come, known at once, so that the next batches'
+  // trees are asked for before this one is planned and combined, and PostgreSQL (on the other core)
+  // always has the next load to run, where each load waited for the engine to finish with the one
+  // before. Batch k holds roots[k * count, (k + 1) * count).
+  let ahead: { after: number; count: number; roots: number[]; loads: Map<number, Promise<Loaded>> } | undefined;
+  const batchAhead = async (afterId: number, count: number): Promise<Loaded> => {
+    if (ahead === undefined) {
+      pinned ??= pinnedRoots() ?? [];
+      const roots = pinned.length > 0 ? pinned.filter((r) => r > afterId) : await rootIdsAfter(tx, afterId);
+      ahead = { after: afterId, count, roots, loads: new Map() };
+    }
+    const { roots, loads } = ahead;
+    const load = (k: number): Promise<Loaded> => {
+      let found = loads.get(k);
+      if (found === undefined) {
+        found = treesOf(roots.slice(k * count, (k + 1) * count));
+        // Awaited when its batch is asked for; a failure before that must not go unhandled.
+        found.catch(() => {});
+        loads.set(k, found);
+      }
+      return found;
+    };
+    const start = afterId === ahead.after ? 0 : roots.indexOf(afterId) + 1;
+    // Only batches cut here follow each other like this; any other (the caller does not ask for one) is read on its own.
+    if (count !== ahead.count || (start === 0 && afterId !== ahead.after) || start % count !== 0) return batchAfter(afterId, count);
+    const k = start / count;
+    const asked = load(k);
+    loads.delete(k);
+    // Sent after this batch's on the one connection, so PostgreSQL runs them in order.
+    for (let j = k + 1; j <= k + READ_AHEAD && j * count < roots.length; j++) load(j);
+    return asked;
   };
 
   return {
-    next: async (afterId, count) => {
+    next: async (afterId, count, everyBatch) => {
       const firstBatch = sharingTrees === undefined;
       if (firstBatch) {
         const ids = new Set(members.sharing);
@@ -83,7 +115,7 @@ export function generalSource(tx: Queryable, query: CandidatesQuery, names: IdsB
         sharingTrees = found ?? { providers: [], inventories: [], traits: new Map() };
         for (const p of sharingTrees.providers) if (ids.has(p.id)) sharingRoots.add(p.rootId);
       }
-      const { roots, data: batch } = await batchAfter(afterId, count);
+      const { roots, data: batch } = everyBatch && count !== undefined ? await batchAhead(afterId, count) : await batchAfter(afterId, count);
       const after = roots.length > 0 ? roots[roots.length - 1] : afterId;
       const done = count === undefined || roots.length < count;
       const scanned = roots.length;
@@ -121,6 +153,12 @@ export function generalSource(tx: Queryable, query: CandidatesQuery, names: IdsB
 }
 
 const noOptions = (): GroupOption[][] => [];
+
+/** A batch's roots and their trees. */
+type Loaded = { roots: number[]; data: TreeData };
+
+/** Batches whose trees are asked for beyond the one being planned (each a few hundred trees in memory). */
+const READ_AHEAD = 2;
 
 /** Two loads of distinct trees as one. */
 function merge(a: TreeData, b: TreeData): TreeData {

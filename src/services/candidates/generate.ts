@@ -69,8 +69,13 @@ export interface Batch {
 
 /** Where anchors come from: the general planner, batch by batch of root providers, or the flat path's SQL. */
 export interface AnchorSource {
-  /** The trees after `afterId`, about `count` of them (all when undefined). */
-  next(afterId: number, count: number | undefined): Promise<Batch>;
+  /**
+   * The trees after `afterId`, about `count` of them (all when undefined).
+   * `everyBatch`: the caller will ask for every batch after this one, each
+   * starting where the one before ended, with the same count (no limit), so
+   * the source may load batches ahead.
+   */
+  next(afterId: number, count: number | undefined, everyBatch?: boolean): Promise<Batch>;
   trees: boolean;
   rootOf(providerId: number): number | undefined;
   isSharing(providerId: number): boolean;
@@ -174,24 +179,25 @@ export async function generate(
     // so far (a flat tree gives at most one), until enough candidates.
     let afterId = 0;
     let scanned = 0;
-    // Without a limit, trees still go in fixed batches, so at most two batches' plans (this one and the
-    // one being loaded) are in memory at a time.
+    // Without a limit, trees still go in fixed batches, so at most a few batches (this one and those
+    // the source reads ahead) are in memory at a time.
     let batch = !Number.isFinite(cap) ? UNLIMITED_BATCH : source.onePerAnchor ? Math.ceil(cap * 1.1) : Math.min(Math.ceil(cap * 1.1), 64);
-    let pending = source.next(afterId, batch);
+    const everyBatch = !Number.isFinite(cap);
+    let pending = source.next(afterId, batch, everyBatch);
     for (;;) {
       const next = await pending;
       if (next.data) ingest(next.data);
       // Without a limit every batch is needed: ask for the next one now, so that PostgreSQL loads it
       // (on the other core) while this one is combined.
-      if (!Number.isFinite(cap) && !next.done) {
-        pending = source.next(next.after, batch);
+      if (everyBatch && !next.done) {
+        pending = source.next(next.after, batch, everyBatch);
         // Awaited on the next turn; if this batch throws first, its failure must not go unhandled.
         pending.catch(() => {});
       }
       if ((next.anchors.length > 0 && (await run(next))) || next.done) break;
       afterId = next.after;
       scanned += next.scanned;
-      if (!Number.isFinite(cap)) continue;
+      if (everyBatch) continue;
       const perTree = count / scanned;
       const needed = perTree > 0 ? Math.ceil(((cap - count) / perTree) * 1.2) : batch * 4;
       batch = Math.max(32, Math.min(needed, batch * 8));

@@ -229,6 +229,17 @@ export async function loadTreesAfter(tx: Queryable, afterId: number, count: numb
   return { roots, data: readTrees(found) };
 }
 
+/** Every root provider after `afterId`, in id order (one text, as loadTreesAfter gives a batch's). */
+export async function rootIdsAfter(tx: Queryable, afterId: number): Promise<number[]> {
+  const [found] = await rows<{ r: string | null }>(
+    tx,
+    sql`SELECT string_agg(id::text, ' ' ORDER BY id) AS r FROM resource_providers WHERE parent_provider_id IS NULL AND id > ${afterId}`,
+  );
+  const roots: number[] = [];
+  for (const r = new Words(found?.r); r.more(); ) roots.push(r.int());
+  return roots;
+}
+
 /** The texts of a tree load over the providers `p` (see loadTrees). */
 interface TreeTexts {
   p: string | null;
