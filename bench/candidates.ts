@@ -277,7 +277,7 @@ function start(cmd: string, args: string[], env: Record<string, string>, port: n
 }
 
 /** Node's arguments from `npm start` (its heap limit included), so the bench measures what production runs. */
-function startArguments(): string[] {
+export function startArguments(): string[] {
   const script = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
   const [node, ...args] = script.split(/\s+/);
   if (node !== "node") throw new Error(`unexpected start script: ${script}`);

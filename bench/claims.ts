@@ -34,10 +34,9 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import http from "node:http";
 import os from "node:os";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { freePort } from "../src/net.js";
+import { startArguments } from "./candidates.js";
 
 const NODE = { VCPU: 4, MEMORY_MB: 8192, DISK_GB: 400 };
 const FLAVOURS = {
@@ -109,10 +108,10 @@ function parseArgs(args: string[]): Options {
 
 async function startServer(databaseUrl: string, workers: number): Promise<{ base: string; child: ChildProcess }> {
   const port = await freePort();
-  const cli = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../src/cli.js");
   // BENCH_CPU_PROF=DIR writes a V8 CPU profile of the server (use --workers 1) to DIR.
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...profile, cli, "serve"], {
+  // As `npm start` runs it (its heap settings included), like the candidates bench.
+  const child = spawn(process.execPath, [...profile, ...startArguments()], {
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: "warn", PLACEMENT_WORKERS: String(workers) },
     stdio: ["ignore", "inherit", "inherit"],
   });
