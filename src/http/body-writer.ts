@@ -84,6 +84,23 @@ export class BodyWriter {
     return this;
   }
 
+  /**
+   * Bytes this writer wrote before, at [start, end) of `chunk` (see the chunk
+   * getter), written again. Within the chunk being written it is one native
+   * move; no view of them is made (making one per kept piece cost more than
+   * copying it).
+   */
+  repeat(chunk: Buffer<ArrayBuffer>, start: number, end: number): this {
+    const n = end - start;
+    const current = this.current;
+    const used = this.used;
+    if (used + n > current.length) return this.bytes(chunk.subarray(start, end));
+    if (chunk === current) current.copyWithin(used, start, end);
+    else for (let i = 0; i < n; i++) current[used + i] = chunk[start + i];
+    this.used = used + n;
+    return this;
+  }
+
   /** An ASCII string made for this response (a number, a candidate's JSON). */
   ascii(text: string): this {
     const n = text.length;
@@ -107,8 +124,8 @@ export class BodyWriter {
   /**
    * The chunk being written and the offset of the next byte in it: a caller
    * that writes a piece it will repeat notes both before and after, and if
-   * the chunk did not change, keeps a view of the piece to write it again
-   * with one copy (a view of bytes already written, not a buffer of its own).
+   * the chunk did not change, writes it again with repeat (bytes already
+   * written, not a buffer of their own).
    */
   get chunk(): Buffer<ArrayBuffer> {
     return this.current;

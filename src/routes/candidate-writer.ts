@@ -142,15 +142,15 @@ export function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: UuidP
 
   // An option's allocations or mapping, with the punctuation before and after it (the same wherever the
   // option is: an option belongs to one group, at one place in the request): written in place the first
-  // time; after, the bytes written then are copied again in one piece (a view of the chunk they sit in:
-  // the writer never reuses a chunk). Not kept when they fell across two chunks, nor past the first
-  // MAX_KEPT_OPTIONS options of a tree.
+  // time; after, the bytes written then are copied again in one piece (where they sit in their chunk:
+  // the writer never reuses a chunk while it writes). Not kept when they fell across two chunks, nor past
+  // the first MAX_KEPT_OPTIONS options of a tree.
   const writeOptionPart = (option: GroupOption, names: NamesById, mapping: boolean, before: Buffer | undefined, after: Buffer | undefined): void => {
     const i = pieces.indexOf(option);
     const kept = mapping ? pieces.mappings : pieces.allocations;
-    const seen = i < 0 ? undefined : kept[i];
+    const seen = i < 0 ? undefined : kept.chunks[i];
     if (seen !== undefined) {
-      w.bytes(seen);
+      w.repeat(seen, kept.starts[i], kept.ends[i]);
       return;
     }
     const chunk = w.chunk;
@@ -159,7 +159,11 @@ export function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: UuidP
     if (mapping) writeMapping(w, option, names);
     else writeProviders(w, option.resources, names);
     if (after !== undefined) w.bytes(after);
-    if (i >= 0 && w.chunk === chunk) kept[i] = chunk.subarray(start, w.offset);
+    if (i >= 0 && w.chunk === chunk) {
+      kept.chunks[i] = chunk;
+      kept.starts[i] = start;
+      kept.ends[i] = w.offset;
+    }
   };
 
   return (cand, names) => {
@@ -226,6 +230,13 @@ function ownProviders(options: readonly GroupOption[]): boolean {
  */
 const MAX_KEPT_OPTIONS = 32;
 
+/** Where each kept part was written: its chunk (undefined while not kept) and its bytes' range in it. */
+interface KeptParts {
+  chunks: Array<Buffer<ArrayBuffer> | undefined>;
+  starts: number[];
+  ends: number[];
+}
+
 /**
  * The written parts of the options of one tree: a handful, so a scan of
  * parallel arrays, emptied by a count (a Map's clear allocates its table
@@ -234,8 +245,8 @@ const MAX_KEPT_OPTIONS = 32;
 class OptionPieces {
   private readonly options: GroupOption[] = [];
   private count = 0;
-  readonly allocations: Array<Buffer | undefined> = [];
-  readonly mappings: Array<Buffer | undefined> = [];
+  readonly allocations: KeptParts = { chunks: [], starts: [], ends: [] };
+  readonly mappings: KeptParts = { chunks: [], starts: [], ends: [] };
 
   /** The option's slot, made empty when new; -1 when the tree has too many options to keep another. */
   indexOf(option: GroupOption): number {
@@ -244,8 +255,8 @@ class OptionPieces {
     if (i === this.count) {
       if (i === MAX_KEPT_OPTIONS) return -1;
       this.options[i] = option;
-      this.allocations[i] = undefined;
-      this.mappings[i] = undefined;
+      this.allocations.chunks[i] = undefined;
+      this.mappings.chunks[i] = undefined;
       this.count++;
     }
     return i;
