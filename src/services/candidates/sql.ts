@@ -5,7 +5,9 @@
  * lookupNames, memberships, (sharingAnchors, rootsOf when needed), then per
  * batch of trees one loadTreesAfter (its roots and their trees), whose
  * inventories the engine checks for capacity itself (the batch needs them
- * all for summaries and combining anyway). On a flat cloud flat-source.ts
+ * all for summaries and combining anyway); without a limit, every root at
+ * once (rootIdsAfter) and one loadTrees per batch, asked for ahead
+ * (general-source.ts). On a flat cloud flat-source.ts
  * replaces the batches with a single filter (conditions.ts).
  *
  * Plans on PostgreSQL 15 with the migration's indexes:
