@@ -1,8 +1,10 @@
 /**
  * Answers written over buffers earlier responses left (BodyBuffers), through
  * the real HTTP server: many answers of different sizes in flight at once
- * read exactly as each reads alone, so no buffer is written by one response
- * while another is still being sent from it.
+ * read exactly as each reads alone (no buffer given back twice, no stale
+ * bytes sent). That a buffer goes back only once its response has left is
+ * whenSent's, tested with a client that stops reading (when-sent.test.ts):
+ * here the kernel takes each answer whole, so that could not show.
  */
 import { randomUUID } from "node:crypto";
 import pg from "pg";

@@ -226,9 +226,7 @@ export async function loadTreesAfter(tx: Queryable, afterId: number, count: numb
         )
         SELECT (SELECT string_agg(id::text, ' ' ORDER BY id) FROM r) AS r, ${TREE_TEXTS}`,
   );
-  const roots: number[] = [];
-  for (const r = new Words(found?.r); r.more(); ) roots.push(r.int());
-  return { roots, data: readTrees(found) };
+  return { roots: idsOf(found?.r), data: readTrees(found) };
 }
 
 /** Every root provider after `afterId`, in id order (one text, as loadTreesAfter gives a batch's). */
@@ -237,9 +235,14 @@ export async function rootIdsAfter(tx: Queryable, afterId: number): Promise<numb
     tx,
     sql`SELECT string_agg(id::text, ' ' ORDER BY id) AS r FROM resource_providers WHERE parent_provider_id IS NULL AND id > ${afterId}`,
   );
-  const roots: number[] = [];
-  for (const r = new Words(found?.r); r.more(); ) roots.push(r.int());
-  return roots;
+  return idsOf(found?.r);
+}
+
+/** Space-separated ids, as string_agg gives them. */
+function idsOf(text: string | null | undefined): number[] {
+  const ids: number[] = [];
+  for (const r = new Words(text); r.more(); ) ids.push(r.int());
+  return ids;
 }
 
 /** The texts of a tree load over the providers `p` (see loadTrees). */
