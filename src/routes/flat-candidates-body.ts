@@ -10,13 +10,15 @@
  * and requested classes). Writing the body was the largest part of the
  * server's own CPU time for a flat answer in CPU profiles, most of it spent
  * copying many small pieces (a quoted uuid, `"NAME":{"capacity":N,"used":`,
- * braces and commas) one call each; kept whole, a provider costs one copy for
- * its request and one per inventory for its summary, with only the usage
- * written per answer. The pieces are kept (FlatBodyPieces, one per app) on
- * the details object the flat view keeps (flat-view.ts), which it replaces
- * when the provider's capacities or traits change, and tagged with the
- * class names they were made with (a class renamed before 1.7 renames
- * them). Uuids come from the database in
+ * braces and commas) one call each; kept whole, a provider costs one copy
+ * for its request and one for its summary. A summary is kept with the usage
+ * it was written with and made again from its pieces (the text between its
+ * usage numbers) when the flat view replaces the provider's usage, which
+ * under a scheduling loop is one provider per claim. The pieces are kept
+ * (FlatBodyPieces, one per app) on the details object the flat view keeps
+ * (flat-view.ts), which it replaces when the provider's capacities or traits
+ * change, and tagged with the class names they were made with (a class
+ * renamed before 1.7 renames them). Uuids come from the database in
  * canonical form and names are [A-Z0-9_]+, so no piece needs escaping. A
  * flat answer is bounded by the number of providers, so it is never streamed.
  */
@@ -46,6 +48,8 @@ interface SummaryPieces {
   form: string;
   parts: Buffer[];
   classIds: number[];
+  /** The whole summary with the usage it was last written with (the flat view replaces `used` when the usage changes). */
+  whole?: { used: readonly number[] | undefined; bytes: Buffer };
 }
 
 /** The encoded pieces of each provider's details (one per app; entries go with the details objects). */
@@ -103,6 +107,16 @@ function summaryPieces(form: string, shape: ResponseShape, details: ProviderDeta
   return { form, parts: parts.map(ascii), classIds };
 }
 
+/** A summary with its usage numbers filled in. */
+function wholeSummary({ parts, classIds }: SummaryPieces, used: readonly number[] | undefined): Buffer {
+  const pieces: Buffer[] = [parts[0]];
+  for (let j = 0; j < classIds.length; j++) {
+    const n = used === undefined ? 0 : usageOf(used, classIds[j]);
+    pieces.push(n === 0 ? ZERO : ascii(String(n)), parts[j + 1]);
+  }
+  return Buffer.concat(pieces);
+}
+
 /** The body, written by `w` (made to hold about 512 bytes per candidate). */
 export function renderFlatBody(w: BodyWriter, shape: ResponseShape, query: CandidatesQuery, { anchors, classNames, names }: FlatAnswer, pieces: FlatBodyPieces): Buffer<ArrayBuffer> {
   const amounts = new Map<string, number>();
@@ -130,15 +144,10 @@ export function renderFlatBody(w: BodyWriter, shape: ResponseShape, query: Candi
     const { details, used } = anchors[i];
     const p = providers[i];
     if (p.summary?.form !== form) p.summary = summaryPieces(form, shape, details, `"${details.uuid}"`, requestedIds, classNames);
-    const { parts, classIds } = p.summary;
+    const summary = p.summary;
+    if (summary.whole === undefined || summary.whole.used !== used) summary.whole = { used, bytes: wholeSummary(summary, used) };
     if (i > 0) w.bytes(COMMA);
-    w.bytes(parts[0]);
-    for (let j = 0; j < classIds.length; j++) {
-      const n = used === undefined ? 0 : usageOf(used, classIds[j]);
-      if (n === 0) w.bytes(ZERO);
-      else w.ascii(String(n));
-      w.bytes(parts[j + 1]);
-    }
+    w.bytes(summary.whole.bytes);
   }
   return w.bytes(BODY_CLOSE).finish();
 }
