@@ -138,8 +138,7 @@ export class CandidatesBody implements CandidatesSink {
   };
 }
 
-const CAPACITY_OPEN = ascii(':{"capacity":');
-const USED = ascii(',"used":');
+const ZERO = ascii("0");
 const RESOURCES_CLOSE_TRAITS_OPEN = ascii('},"traits":[');
 const TRAITS_CLOSE_PARENT = ascii('],"parent_provider_uuid":');
 const RESOURCES_CLOSE_PARENT = ascii('},"parent_provider_uuid":');
@@ -160,8 +159,8 @@ function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQu
     if (q === undefined) quotedName.set(text, (q = ascii(JSON.stringify(text))));
     return q;
   };
-  // `"CLASS":{"capacity":` per class id.
-  const capacityOpen = new Map<number, Buffer>();
+  // `"CLASS":{"capacity":N,"used":` per class id and capacity (trees of one cloud repeat a handful of capacities).
+  const capacityPieces = new Map<number, Map<number, Buffer>>();
   for (let k = 0; k < r.summaries.length; k++) {
     const { provider, inventories, traits } = r.summaries[k];
     if (k > 0) w.bytes(COMMA);
@@ -171,9 +170,14 @@ function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQu
       if (!shape.allClasses && !requested.has(inv.resourceClass)) continue;
       if (!first) w.bytes(COMMA);
       first = false;
-      let open = capacityOpen.get(inv.resourceClassId);
-      if (open === undefined) capacityOpen.set(inv.resourceClassId, (open = Buffer.concat([name(inv.resourceClass), CAPACITY_OPEN])));
-      w.bytes(open).ascii(String(inv.capacity)).bytes(USED).ascii(String(inv.used)).bytes(CLOSE);
+      let byCapacity = capacityPieces.get(inv.resourceClassId);
+      if (byCapacity === undefined) capacityPieces.set(inv.resourceClassId, (byCapacity = new Map()));
+      let piece = byCapacity.get(inv.capacity);
+      if (piece === undefined) byCapacity.set(inv.capacity, (piece = Buffer.concat([name(inv.resourceClass), ascii(`:{"capacity":${inv.capacity},"used":`)])));
+      w.bytes(piece);
+      if (inv.used === 0) w.bytes(ZERO);
+      else w.ascii(String(inv.used));
+      w.bytes(CLOSE);
     }
     if (shape.traits) {
       w.bytes(RESOURCES_CLOSE_TRAITS_OPEN);
