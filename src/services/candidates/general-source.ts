@@ -17,7 +17,7 @@ import { spreadOptions, type GroupOption } from "./combine.js";
 import type { AnchorSource } from "./generate.js";
 import { IdMap } from "./id-map.js";
 import { EMPTY, planBatch, resourcelessProviders, type Members, type Scope } from "./plan.js";
-import { loadTrees, loadTreesAfter, memberships, rootIdsAfter, rootsOf, sharingAnchors, type IdsByName, type TreeData } from "./sql.js";
+import { loadTrees, loadTreesAfter, loadTreeTexts, memberships, readTrees, rootIdsAfter, rootsOf, sharingAnchors, type IdsByName, type TreeData } from "./sql.js";
 
 export type { Members } from "./plan.js";
 
@@ -77,18 +77,26 @@ export function generalSource(tx: Queryable, query: CandidatesQuery, names: IdsB
   // trees are asked for before this one is planned and combined, and PostgreSQL (on the other core)
   // always has the next load to run, where each load waited for the engine to finish with the one
   // before. Batch k holds roots[k * count, (k + 1) * count).
-  let ahead: { after: number; count: number; roots: number[]; loads: Map<number, Promise<Loaded>> } | undefined;
+  let ahead: { after: number; count: number; roots: number[]; loads: Map<number, Promise<Loaded>>; last: Promise<unknown> } | undefined;
   const batchAhead = async (afterId: number, count: number): Promise<Loaded> => {
     if (ahead === undefined) {
       pinned ??= pinnedRoots() ?? [];
       const roots = pinned.length > 0 ? pinned.filter((r) => r > afterId) : await rootIdsAfter(tx, afterId);
-      ahead = { after: afterId, count, roots, loads: new Map() };
+      ahead = { after: afterId, count, roots, loads: new Map(), last: Promise.resolve() };
     }
-    const { roots, loads } = ahead;
+    const state = ahead;
+    const { roots, loads } = state;
     const load = (k: number): Promise<Loaded> => {
       let found = loads.get(k);
       if (found === undefined) {
-        found = treesOf(roots.slice(k * count, (k + 1) * count));
+        // Each load is sent once the one before has answered: one connection runs one statement at a
+        // time anyway, and pg deprecates queueing a query on a client that is still running one.
+        // Read once the next is sent, so PostgreSQL runs it meanwhile.
+        const slice = roots.slice(k * count, (k + 1) * count);
+        const send = () => loadTreeTexts(tx, slice.filter((r) => !sharingRoots.has(r)));
+        const texts = state.last.then(send, send);
+        state.last = texts;
+        found = texts.then((t) => ({ roots: slice, data: readTrees(t) }));
         // Awaited when its batch is asked for; a failure before that must not go unhandled.
         found.catch(() => {});
         loads.set(k, found);

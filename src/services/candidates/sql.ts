@@ -6,8 +6,8 @@
  * batch of trees one loadTreesAfter (its roots and their trees), whose
  * inventories the engine checks for capacity itself (the batch needs them
  * all for summaries and combining anyway); without a limit, every root at
- * once (rootIdsAfter) and one loadTrees per batch, asked for ahead
- * (general-source.ts). On a flat cloud flat-source.ts
+ * once (rootIdsAfter) and one loadTrees per batch, asked for ahead and
+ * sent one after another (general-source.ts). On a flat cloud flat-source.ts
  * replaces the batches with a single filter (conditions.ts).
  *
  * Plans on PostgreSQL 15 with the migration's indexes:
@@ -185,7 +185,12 @@ export interface TreeData {
  * PostgreSQL, as formatting rows was.
  */
 export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeData> {
-  if (rootIds.length === 0) return { providers: [], inventories: [], traits: new Map() };
+  return readTrees(await loadTreeTexts(tx, rootIds));
+}
+
+/** loadTrees's statement, its texts not yet read (readTrees). */
+export async function loadTreeTexts(tx: Queryable, rootIds: number[]): Promise<TreeTexts | undefined> {
+  if (rootIds.length === 0) return undefined;
   const lowest = rootIds.reduce((a, b) => Math.min(a, b));
   const highest = rootIds.reduce((a, b) => Math.max(a, b));
   const [found] = await rows<TreeTexts>(
@@ -200,7 +205,7 @@ export async function loadTrees(tx: Queryable, rootIds: number[]): Promise<TreeD
         )
         SELECT ${TREE_TEXTS}`,
   );
-  return readTrees(found);
+  return found;
 }
 
 /**
@@ -246,7 +251,7 @@ function idsOf(text: string | null | undefined): number[] {
 }
 
 /** The texts of a tree load over the providers `p` (see loadTrees). */
-interface TreeTexts {
+export interface TreeTexts {
   p: string | null;
   i: string | null;
   t: string | null;
@@ -262,7 +267,7 @@ const TREE_TEXTS = sql`
    FROM p JOIN resource_provider_traits rpt ON rpt.resource_provider_id = p.id JOIN traits t ON t.id = rpt.trait_id) AS t,
   (SELECT string_agg(id || ' ' || name, ' ') FROM resource_classes) AS c`;
 
-function readTrees(found: TreeTexts | undefined): TreeData {
+export function readTrees(found: TreeTexts | undefined): TreeData {
   const data: TreeData = { providers: [], inventories: [], traits: new Map() };
   const p = new Words(found?.p);
   while (p.more()) {
