@@ -17,7 +17,7 @@ import { spreadOptions, type GroupOption } from "./combine.js";
 import type { AnchorSource } from "./generate.js";
 import { IdMap } from "./id-map.js";
 import { EMPTY, planBatch, resourcelessProviders, type Members, type Scope } from "./plan.js";
-import { loadTrees, loadTreesAfter, loadTreeTexts, memberships, readTrees, rootIdsAfter, rootsOf, sharingAnchors, type IdsByName, type TreeData } from "./sql.js";
+import { loadTreeRangeTexts, loadTrees, loadTreesAfter, loadTreeTexts, memberships, readTrees, rootIdsAfter, rootsOf, sharingAnchors, type IdsByName, type TreeData } from "./sql.js";
 
 export type { Members } from "./plan.js";
 
@@ -77,12 +77,14 @@ export function generalSource(tx: Queryable, query: CandidatesQuery, names: IdsB
   // trees are asked for before this one is planned and combined, and PostgreSQL (on the other core)
   // always has the next load to run, where each load waited for the engine to finish with the one
   // before. Batch k holds roots[k * count, (k + 1) * count).
-  let ahead: { after: number; count: number; roots: number[]; loads: Map<number, Promise<Loaded>>; last: Promise<unknown> } | undefined;
+  // `consecutive`: the roots are every root after `after` (not the pinned ones), so a batch's trees are
+  // those with a root in the range of its first and last root's ids.
+  let ahead: { after: number; count: number; roots: number[]; consecutive: boolean; loads: Map<number, Promise<Loaded>>; last: Promise<unknown> } | undefined;
   const batchAhead = async (afterId: number, count: number): Promise<Loaded> => {
     if (ahead === undefined) {
       pinned ??= pinnedRoots() ?? [];
       const roots = pinned.length > 0 ? pinned.filter((r) => r > afterId) : await rootIdsAfter(tx, afterId);
-      ahead = { after: afterId, count, roots, loads: new Map(), last: Promise.resolve() };
+      ahead = { after: afterId, count, roots, consecutive: pinned.length === 0, loads: new Map(), last: Promise.resolve() };
     }
     const state = ahead;
     const { roots, loads } = state;
@@ -93,7 +95,10 @@ export function generalSource(tx: Queryable, query: CandidatesQuery, names: IdsB
         // time anyway, and pg deprecates queueing a query on a client that is still running one.
         // Read once the next is sent, so PostgreSQL runs it meanwhile.
         const slice = roots.slice(k * count, (k + 1) * count);
-        const send = () => loadTreeTexts(tx, slice.filter((r) => !sharingRoots.has(r)));
+        const send = () =>
+          slice.length > 0 && state.consecutive
+            ? loadTreeRangeTexts(tx, slice[0], slice[slice.length - 1], [...sharingRoots])
+            : loadTreeTexts(tx, slice.filter((r) => !sharingRoots.has(r)));
         const texts = state.last.then(send, send);
         state.last = texts;
         found = texts.then((t) => ({ roots: slice, data: readTrees(t) }));
