@@ -93,7 +93,6 @@ export function generalSource(tx: Queryable, query: CandidatesQuery, names: IdsB
       if (found === undefined) {
         // Each load is sent once the one before has answered: one connection runs one statement at a
         // time anyway, and pg deprecates queueing a query on a client that is still running one.
-        // Read once the next is sent, so PostgreSQL runs it meanwhile.
         const slice = roots.slice(k * count, (k + 1) * count);
         const send = () =>
           slice.length > 0 && state.consecutive
