@@ -167,13 +167,14 @@ function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQu
     w.bytes(resourcesOpenOf(uuid(r, provider.id)));
     let first = true;
     for (const inv of inventories) {
-      if (!shape.allClasses && !requested.has(inv.resourceClass)) continue;
+      const className = r.resourceClassName(inv.resourceClassId);
+      if (!shape.allClasses && !requested.has(className)) continue;
       if (!first) w.bytes(COMMA);
       first = false;
       let byCapacity = capacityPieces.get(inv.resourceClassId);
       if (byCapacity === undefined) capacityPieces.set(inv.resourceClassId, (byCapacity = new Map()));
       let piece = byCapacity.get(inv.capacity);
-      if (piece === undefined) byCapacity.set(inv.capacity, (piece = Buffer.concat([name(inv.resourceClass), ascii(`:{"capacity":${inv.capacity},"used":`)])));
+      if (piece === undefined) byCapacity.set(inv.capacity, (piece = Buffer.concat([name(className), ascii(`:{"capacity":${inv.capacity},"used":`)])));
       w.bytes(piece);
       if (inv.used === 0) w.bytes(ZERO);
       else w.ascii(String(inv.used));

@@ -29,7 +29,6 @@ const query = (q: string): CandidatesQuery => parseCandidatesQuery([...new URLSe
 const inv = (providerId: number, resourceClassId: number, capacity: number, used = 0): TreeInventory => ({
   providerId,
   resourceClassId,
-  resourceClass: String(resourceClassId),
   capacity,
   used,
   minUnit: 1,

@@ -25,7 +25,8 @@ import { isFlat, SHARING_TRAIT, type CloudShape } from "./cloud-shape.js";
 import { planFlat } from "./flat-source.js";
 import { generalSource, loadMembers } from "./general-source.js";
 import { emptyResult, generate, type CandidatesResult, type EngineOptions } from "./generate.js";
-import { lookupNames } from "./sql.js";
+import { loadTrees, lookupNames } from "./sql.js";
+import { sqlTreeReads } from "./tree-reads.js";
 import { groupTraits, namesKnown, refuseUnknownName } from "./unknown-names.js";
 
 export type { CandidatesResult, EngineOptions, ProviderSummary } from "./generate.js";
@@ -78,12 +79,13 @@ export async function findCandidates(tx: Queryable, query: CandidatesQuery, opts
     if (!flat) throw new Error("the flat source cannot answer a cloud with trees or sharing providers");
     const source = planFlat(tx, query, names, treeRoots);
     if (!source) return none;
-    const result = await generate(tx, query, opts, { ...source, trees: false, rootOf: () => undefined, isSharing: () => false, onePerAnchor: true }, rcNames);
+    const result = await generate(query, opts, { ...source, load: (roots) => loadTrees(tx, roots), trees: false, rootOf: () => undefined, isSharing: () => false, onePerAnchor: true }, rcNames);
     return { result, path, shape };
   }
   // As Placement: a resourceless group is found through its positive filters only; without any, nothing matches.
   if (groups.some((g) => g.resources.size === 0 && g.traits.required.length === 0 && g.aggregates.memberOf.length === 0)) return none;
-  const members = await loadMembers(tx, query, names);
-  const result = await generate(tx, query, opts, generalSource(tx, query, names, treeRoots, members), rcNames);
+  const reads = sqlTreeReads(tx);
+  const members = await loadMembers(reads, query, names);
+  const result = await generate(query, opts, generalSource(reads, query, names, treeRoots, members), rcNames);
   return { result, path, shape };
 }

@@ -5,11 +5,10 @@
  * cap, and build the summaries of the trees the answer uses. The sources are
  * the general plan (general-source.ts) and the flat source (flat-source.ts).
  */
-import type { Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
 import { candidateKey, mergeGroups, roundRobin, shuffle, sortByKey, type Candidate, type GroupOption } from "./combine.js";
 import { IdMap, IdSet } from "./id-map.js";
-import { loadTrees, type TreeData, type TreeInventory, type TreeProvider } from "./sql.js";
+import type { TreeData, TreeInventory, TreeProvider } from "./sql.js";
 
 export interface EngineOptions {
   /** From 1.29: candidates may take resources from several providers of one tree. */
@@ -76,6 +75,8 @@ export interface AnchorSource {
    * the source may load batches ahead.
    */
   next(afterId: number, count: number | undefined, everyBatch?: boolean): Promise<Batch>;
+  /** The trees under `rootIds`, whole (for anchors whose batch came without them). */
+  load(rootIds: number[]): Promise<TreeData>;
   trees: boolean;
   rootOf(providerId: number): number | undefined;
   isSharing(providerId: number): boolean;
@@ -84,7 +85,6 @@ export interface AnchorSource {
 }
 
 export async function generate(
-  tx: Queryable,
   query: CandidatesQuery,
   opts: EngineOptions,
   source: AnchorSource,
@@ -108,15 +108,15 @@ export async function generate(
       const list = byProvider.get(inv.providerId) ?? [];
       list.push(inv);
       byProvider.set(inv.providerId, list);
-      rcNames.set(inv.resourceClassId, inv.resourceClass);
     }
+    for (const [id, name] of data.classNames) rcNames.set(id, name);
     for (const [rp, names] of data.traits) traitNames.set(rp, names);
   };
   const load = async (roots: number[]) => {
     const missing = roots.filter((r) => !loadedRoots.has(r));
     if (missing.length === 0) return;
     for (const r of missing) loadedRoots.add(r);
-    ingest(await loadTrees(tx, missing));
+    ingest(await source.load(missing));
   };
 
   const rules = {

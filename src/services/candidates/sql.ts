@@ -165,7 +165,6 @@ export interface TreeProvider {
 export interface TreeInventory {
   providerId: number;
   resourceClassId: number;
-  resourceClass: string;
   capacity: number;
   used: number;
   minUnit: number;
@@ -179,6 +178,8 @@ export interface TreeData {
   inventories: TreeInventory[];
   /** Provider id to its trait names, in trait id order. */
   traits: Map<number, string[]>;
+  /** Every resource class's name by id, as the read saw them (a custom class can be renamed). */
+  classNames: Map<number, string>;
 }
 
 /**
@@ -300,15 +301,14 @@ const TREE_TEXTS = sql`
   (SELECT string_agg(id || ' ' || name, ' ') FROM resource_classes) AS c`;
 
 export function readTrees(found: TreeTexts | undefined): TreeData {
-  const data: TreeData = { providers: [], inventories: [], traits: new Map() };
+  const data: TreeData = { providers: [], inventories: [], traits: new Map(), classNames: new Map() };
   const p = new Words(found?.p);
   while (p.more()) {
     const id = p.int();
     const parent = p.int();
     data.providers.push({ id, parentId: parent === 0 ? null : parent, rootId: p.int(), uuid: p.word() });
   }
-  const classNames = new Map<number, string>();
-  for (const c = new Words(found?.c); c.more(); ) classNames.set(c.int(), c.word());
+  for (const c = new Words(found?.c); c.more(); ) data.classNames.set(c.int(), c.word());
   for (const i = new Words(found?.i); i.more(); ) {
     const providerId = i.int();
     const resourceClassId = i.int();
@@ -317,7 +317,6 @@ export function readTrees(found: TreeTexts | undefined): TreeData {
     data.inventories.push({
       providerId,
       resourceClassId,
-      resourceClass: classNames.get(resourceClassId)!,
       // float8 text is exact.
       capacity: capacityOf({ total, reserved, allocationRatio: Number(i.word()) }),
       used: i.int(),
