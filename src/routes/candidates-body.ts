@@ -5,7 +5,7 @@
  * bytes: a huge answer (tens of thousands of nested candidates) kept as
  * strings until the end grows the heap by several times its size; written as
  * it comes, each piece is garbage at once and the bytes leave in 64 KB
- * chunks. From the flat view, the whole body at once
+ * chunks. From the flat answer (cloud view), the whole body at once
  * (flat-candidates-body.ts).
  */
 import { BodyBuffers } from "../http/body-buffers.js";
@@ -31,7 +31,7 @@ export class BodyPieces {
 export class CandidatesBody implements CandidatesSink {
   /** The engine's answer, made with its first candidate or its end. */
   private writer?: BodyWriter;
-  /** The flat view's answer, whole, and the writer of it. */
+  /** The flat answer, whole, and the writer of it. */
   private whole?: Buffer<ArrayBuffer>;
   private flatWriter?: BodyWriter;
   private readonly encoded = new IdMap<EncodedUuid>();

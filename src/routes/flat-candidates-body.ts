@@ -13,10 +13,10 @@
  * braces and commas) one call each; kept whole, a provider costs one copy
  * for its request and one for its summary. A summary is kept with the usage
  * it was written with and made again from its pieces (the text between its
- * usage numbers) when the flat view replaces the provider's usage, which
+ * usage numbers) when the cloud view replaces the provider's usage, which
  * under a scheduling loop is one provider per claim. The pieces are kept
- * (FlatBodyPieces, one per app) on the details object the flat view keeps
- * (flat-view.ts), which it replaces when the provider's capacities or traits
+ * (FlatBodyPieces, one per app) on the details object the cloud view keeps
+ * (cloud-view.ts), which it replaces when the provider's capacities or traits
  * change, and tagged with the class names they were made with (a class
  * renamed before 1.7 renames them). Uuids come from the database in
  * canonical form and names are [A-Z0-9_]+, so no piece needs escaping. A
@@ -25,7 +25,7 @@
 import { ascii, type BodyWriter } from "../http/body-writer.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
 import type { FlatAnswer } from "../services/candidates/flat-answer.js";
-import type { ProviderDetails } from "../services/candidates/flat-view.js";
+import type { ProviderDetails } from "../services/candidates/cloud-view.js";
 import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN, type ResponseShape } from "./candidates-shape.js";
 
 interface EncodedProvider {
@@ -48,7 +48,7 @@ interface SummaryPieces {
   form: string;
   parts: Buffer[];
   classIds: number[];
-  /** The whole summary with the usage it was last written with (the flat view replaces `used` when the usage changes). */
+  /** The whole summary with the usage it was last written with (the cloud view replaces `used` when the usage changes). */
   whole?: { used: readonly number[] | undefined; bytes: Buffer };
 }
 

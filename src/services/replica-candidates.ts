@@ -16,7 +16,7 @@ import type { CandidatesPath, CandidatesService, CandidatesSink } from "./candid
 export type CandidatesAnswerer = Pick<CandidatesService, "answer">;
 
 export class ReplicaRoutedCandidates implements CandidatesAnswerer {
-  /** One service per standby: each keeps the shape hint and the flat view it read there. */
+  /** One service per standby: each keeps the cloud view it read there. */
   private readonly onStandby = new Map<Db, CandidatesService>();
 
   constructor(

@@ -104,8 +104,11 @@ export async function startData(): Promise<{ t: Harness; d: Data }> {
   return { t, d: new Data(t) };
 }
 
-/** The paths that can answer on a flat cloud (the general plan answers any cloud). */
-export const FLAT_CLOUD_PATHS = ["flat-view", "flat-source", "general"] as const satisfies readonly CandidatesPath[];
+/** The paths that can answer on a flat cloud (the general plan, over the database or the view's trees, answers any cloud). */
+export const FLAT_CLOUD_PATHS = ["flat-view", "flat-source", "general", "tree-view"] as const satisfies readonly CandidatesPath[];
+
+/** The paths that can answer any cloud: the general plan over the database's reads and over the view's trees. */
+export const TREE_CLOUD_PATHS = ["general", "tree-view"] as const satisfies readonly CandidatesPath[];
 
 /**
  * GET /allocation_candidates?query through each of `paths` in turn (each an

@@ -1,10 +1,12 @@
 /**
  * The paths cannot drift: over randomized flat clouds and randomized
  * queries, every path that can answer a flat cloud (the one statement, the
- * engine's flat source, the general plan) is forced in turn and must give the
- * same bytes (everyPath). On randomized clouds with trees and sharing
- * providers only the general plan answers; there a limited answer must be the
- * start of the unlimited one, and the entry point for callers with their own
+ * engine's flat source, the general plan over the database and over the
+ * cloud view's trees) is forced in turn and must give the same bytes
+ * (everyPath). On randomized clouds with trees and sharing providers the
+ * general plan answers, over the database's reads and over the view's trees,
+ * which must give the same bytes; there a limited answer must be the start of
+ * the unlimited one, and the entry point for callers with their own
  * transaction (candidatesInPreferenceOrder) must give the GET's candidates in
  * the GET's order.
  *
@@ -17,7 +19,7 @@ import { Microversion } from "../../src/http/microversion.js";
 import { parseCandidatesQuery } from "../../src/query/request-groups.js";
 import { candidatesInPreferenceOrder } from "../../src/services/candidates/service.js";
 import type { Harness } from "../support/harness.js";
-import { custom, everyPath, startData, type Data, type Provider } from "./data.js";
+import { custom, everyPath, startData, TREE_CLOUD_PATHS, type Data, type Provider } from "./data.js";
 
 /** A small seeded generator (mulberry32), so a failing case comes back the same. */
 function random(seed: number) {
@@ -42,6 +44,8 @@ interface Cloud {
   traits: string[];
   aggregates: string[];
   providers: Provider[];
+  /** Provider id to its parent's (trees only). */
+  parents: Map<number, Provider>;
 }
 
 /** Providers with random inventories (units, reserve, ratio), usage, traits and aggregates; with `nested`, trees and sharing. */
@@ -51,6 +55,7 @@ async function makeCloud(d: Data, rng: Rng, nested: boolean): Promise<Cloud> {
     traits: [custom("T1"), custom("T2"), custom("T3")],
     aggregates: [randomUUID(), randomUUID()],
     providers: [],
+    parents: new Map(),
   };
   // Every trait exists, whether or not a provider has it (an unknown trait is a 400).
   for (const t of cloud.traits) await d.defineTrait(t);
@@ -73,9 +78,54 @@ async function makeCloud(d: Data, rng: Rng, nested: boolean): Promise<Cloud> {
     if (nested && !parent && rng.next() < 0.15) traits.push("MISC_SHARES_VIA_AGGREGATE");
     const p = await d.provider({ parent, inventory, traits, aggregates: rng.some(cloud.aggregates, 0.4) });
     cloud.providers.push(p);
+    if (parent) cloud.parents.set(p.id, parent);
     for (const [rc, inv] of Object.entries(inventory)) if (rng.next() < 0.4) await d.allocate(p, rc, rng.int(1, inv.total));
   }
   return cloud;
+}
+
+/**
+ * One random change straight in the tables (their triggers note it in the
+ * change feed, as the API's writes do): usage, inventory, a trait, an
+ * aggregate, a new child, a leaf moved to another tree, a leaf deleted.
+ */
+async function change(t: Harness, d: Data, cloud: Cloud, rng: Rng): Promise<void> {
+  const p = rng.pick(cloud.providers);
+  const [inv] = await t.sql<{ rc: string; total: number }>(
+    `SELECT rc.name AS rc, i.total FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id WHERE i.resource_provider_id = $1 ORDER BY rc.name LIMIT 1`,
+    [p.id],
+  );
+  const isLeaf = ![...cloud.parents.values()].some((parent) => parent.id === p.id);
+  const r = rng.next();
+  if (r < 0.3 && inv) await d.allocate(p, inv.rc, rng.int(1, 2));
+  else if (r < 0.4 && inv) await t.sql(`UPDATE inventories SET total = GREATEST(reserved, $2) WHERE resource_provider_id = $1`, [p.id, rng.int(1, 8)]);
+  else if (r < 0.5) await t.sql(`DELETE FROM resource_provider_traits WHERE resource_provider_id = $1`, [p.id]);
+  else if (r < 0.6) await d.trait(p, rng.pick(cloud.traits)).catch(() => undefined); // already there: nothing changes
+  else if (r < 0.7) {
+    const agg = rng.pick(cloud.aggregates);
+    const [{ n }] = await t.sql<{ n: number }>(
+      `DELETE FROM resource_provider_aggregates WHERE resource_provider_id = $1 AND aggregate_id = (SELECT id FROM aggregates WHERE uuid = $2) RETURNING 1 AS n`,
+      [p.id, agg],
+    ).then((rows) => (rows.length > 0 ? rows : [{ n: 0 }]));
+    if (n === 0) await d.aggregate(p, agg);
+  } else if (r < 0.8) {
+    const child = await d.provider({ parent: p, inventory: { [rng.pick(cloud.classes)]: { total: rng.int(1, 8) } } });
+    cloud.providers.push(child);
+    cloud.parents.set(child.id, p);
+  } else if (r < 0.9 && cloud.parents.has(p.id) && isLeaf) {
+    const parent = rng.pick(cloud.providers.filter((o) => o.id !== p.id && o.rootId !== p.rootId));
+    if (!parent) return;
+    await t.sql(`UPDATE resource_providers SET parent_provider_id = $2, root_provider_id = $3 WHERE id = $1`, [p.id, parent.id, parent.rootId]);
+    cloud.parents.set(p.id, parent);
+    p.rootId = parent.rootId;
+  } else if (cloud.parents.has(p.id) && isLeaf) {
+    for (const table of ["allocations", "inventories", "resource_provider_traits", "resource_provider_aggregates"]) {
+      await t.sql(`DELETE FROM ${table} WHERE resource_provider_id = $1`, [p.id]);
+    }
+    await t.sql(`DELETE FROM resource_providers WHERE id = $1`, [p.id]);
+    cloud.providers.splice(cloud.providers.indexOf(p), 1);
+    cloud.parents.delete(p.id);
+  }
 }
 
 /** A random query over the cloud's names at a microversion that accepts it. */
@@ -144,7 +194,7 @@ describe("every path over the same random flat clouds and queries", () => {
   }
 });
 
-describe("the general plan over random clouds with trees and sharing providers", () => {
+describe("the general plan over random clouds with trees and sharing providers, from the database and from the view", () => {
   let own: { t: Harness; d: Data };
   beforeAll(async () => void (own = await startData()));
   afterAll(async () => own.t.close());
@@ -153,9 +203,11 @@ describe("the general plan over random clouds with trees and sharing providers",
     it(`gives limited answers that start the unlimited ones, and the same candidates in order to callers with their own transaction (seed ${seed})`, async () => {
       const rng = random(100 + seed);
       const cloud = await makeCloud(own.d, rng, true);
-      const get = (q: string, version: string) => own.t.request("GET", `/allocation_candidates?${q}`, { version });
+      const get = everyPath(own.t, TREE_CLOUD_PATHS);
       let found = 0;
       for (let i = 0; i < QUERIES_PER_CLOUD; i++) {
+        // The view's copy follows each change from the feed; the database's reads see it afresh.
+        if (i > 0) for (let k = rng.int(0, 2); k > 0; k--) await change(own.t, own.d, cloud, rng);
         const { query, version } = makeQuery(cloud, rng);
         const unlimited = query.replace(/&limit=\d+/, "");
         const all = await get(unlimited, version);

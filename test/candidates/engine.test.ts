@@ -5,7 +5,8 @@
  * on a cloud of single providers ("single providers", "traits and
  * aggregates", a database that never gets a tree) every path that can answer
  * a flat cloud, which must agree byte for byte; on trees and sharing
- * providers the general plan, forced, whatever ran before.
+ * providers the general plan, forced, over the database's reads and over the
+ * cloud view's trees, which must agree byte for byte too.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,17 +16,17 @@ import { custom, everyPath, startData, type Data } from "./data.js";
 let t: Harness;
 let d: Data;
 let flat: { t: Harness; d: Data };
-let general: Harness["request"];
+let general: ReturnType<typeof everyPath>;
 let getFlat: ReturnType<typeof everyPath>;
 beforeAll(async () => {
   ({ t, d } = await startData());
   flat = await startData();
-  general = t.requestVia({ forcePath: "general" });
+  general = everyPath(t, ["general", "tree-view"]);
   getFlat = everyPath(flat.t);
 });
 afterAll(async () => Promise.all([t.close(), flat.t.close()]));
 
-const get = (query: string, version = "latest") => general("GET", `/allocation_candidates?${query}`, { version });
+const get = (query: string, version = "latest") => general(query, version);
 const providersOf = (areq: any) => Object.keys(areq.allocations).sort();
 
 describe("single providers", () => {

@@ -1,6 +1,6 @@
 /**
  * Flat clouds (no trees, no sharing providers in the database): the flat
- * view (flat-view.ts, flat-answer.ts), the engine's flat source (flat-source.ts, one
+ * view (cloud-view.ts, flat-answer.ts), the engine's flat source (flat-source.ts, one
  * filter with the limit pushed down, batch after batch) and the general plan
  * all answer here, and every request goes through each of them (everyPath),
  * which must agree byte for byte. This file's database never gets a tree or a

@@ -282,7 +282,9 @@ describe.skipIf(missing !== undefined)(`read replicas on a real streaming standb
     expect((await server.request("POST", "/resource_providers", { uuid: root, name: `replicas-cut-${root}` })).status).toBe(200);
     const put = await server.request("PUT", `/resource_providers/${root}/inventories`, { resource_provider_generation: 0, inventories: { VCPU: { total: 8 } } });
     expect(put.status, put.text).toBe(200);
-    // A tree, so that the engine answers (the flat view writes its answer whole, at its end).
+    // A tree, and the general plan over the database forced, so that the standby is still read while
+    // candidates are written (the flat view writes its answer whole, at its end; the tree view reads
+    // the standby once, before its first candidate).
     const child = randomUUID();
     expect((await server.request("POST", "/resource_providers", { uuid: child, name: `replicas-cut-${child}`, parent_provider_uuid: root })).status).toBe(200);
     await waitForReplay(primary, standby);
@@ -291,7 +293,8 @@ describe.skipIf(missing !== undefined)(`read replicas on a real streaming standb
     const mv = Microversion.from("1.39");
     const query = parseCandidatesQuery(queryPairs("http://placement/allocation_candidates?resources=VCPU:1"), mv);
     const config = testConfig({ DATABASE_URL: primary.url });
-    const routed = new ReplicaRoutedCandidates(new CandidatesService(database.db, config), server.reads, (db) => new CandidatesService(db, config));
+    const overDatabase = { forcePath: "general" } as const;
+    const routed = new ReplicaRoutedCandidates(new CandidatesService(database.db, config, overDatabase), server.reads, (db) => new CandidatesService(db, config, overDatabase));
     const body = new CandidatesBody(responseShape(mv), query, new BodyPieces());
     let calls = 0;
     let terminated = 0;

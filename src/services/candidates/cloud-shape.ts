@@ -1,16 +1,9 @@
 /**
  * Whether a cloud is flat (every provider a tree of one, none sharing), the
  * one question that decides which plan can answer a request. It is asked in
- * SQL, inside the snapshot that reads the candidates (the flat view's first
- * read and the engine's name lookup add SHAPE_ROWS; the view then follows
- * each provider's parent and traits), and answered here only.
- *
- * The service also remembers the last shape it saw (ShapeHint): a request on
- * a cloud last seen nested goes straight to the engine instead of reading
- * the whole cloud into the flat view only to find it nested. The
- * hint only picks the first plan to try; each plan checks the shape in its own
- * snapshot, so a cloud that changed shape costs one wasted statement, never a
- * wrong answer.
+ * SQL, inside the snapshot that reads the candidates (the engine's name
+ * lookup and the cloud view's full read add SHAPE_ROWS; the view then
+ * follows each provider's parent and traits), and answered here only.
  */
 export const SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE";
 
@@ -38,18 +31,4 @@ export function readShapeRow(kind: string, shape: CloudShape): boolean {
   else if (kind === "s") shape.hasSharing = true;
   else return false;
   return true;
-}
-
-/** The shape the last answer saw, per service (one per app). */
-export class ShapeHint {
-  private flat = true;
-
-  /** Whether the next request should first try the plan that needs a flat cloud. */
-  expectFlat(): boolean {
-    return this.flat;
-  }
-
-  saw(shape: CloudShape): void {
-    this.flat = isFlat(shape);
-  }
 }

@@ -2,7 +2,7 @@
  * The answer on a flat cloud (every provider a tree of one, none sharing):
  * each candidate is one provider that takes every group's resources and
  * meets every group's filters, found by one pass over the providers of the
- * in-memory copy (flat-view.ts) in id order, with the rules' in-memory
+ * in-memory copy (cloud-view.ts) in id order, with the rules' in-memory
  * predicates (rules/). Several groups asking for one class on the one
  * provider are checked as Placement's merge does (canTakeAmounts): per class
  * the smallest amount against min_unit, their sum against max_unit and
@@ -15,12 +15,11 @@
  * rest.
  */
 import type { CandidatesQuery, RequestGroup } from "../../query/request-groups.js";
-import { unique } from "../../query/values.js";
 import { canTakeAmounts } from "../rules/capacity.js";
 import { allows, isEmptyExpression, type MembershipExpression } from "../rules/memberships.js";
 import { inTree, rootTraitExpression } from "../rules/trees.js";
 import { shuffle } from "./combine.js";
-import type { FlatView, ProviderDetails, ViewProvider, ViewRead } from "./flat-view.js";
+import type { ProviderDetails, ViewProvider, ViewRead } from "./cloud-view.js";
 import type { IdsByName } from "./sql.js";
 
 export interface FlatAnchor {
@@ -31,7 +30,6 @@ export interface FlatAnchor {
 }
 
 export interface FlatAnswer {
-  /** The request's names; when the cloud turns out not flat (see cloud-shape.ts), nothing else. */
   names: IdsByName;
   anchors: FlatAnchor[];
   /** Every resource class id to its name (the summaries name classes nobody asked for). */
@@ -59,26 +57,15 @@ export function classRequests(groups: RequestGroup[]): Map<string, { smallest: n
 }
 
 /**
- * The flat answer to `query`, at most `limit` candidates: the first in id
- * order, or with `randomize` a random sample of them in random order. When
- * the cloud is not flat, or a name is unknown, only the names are looked at
- * (the caller hands the request to the engine); undefined when the cloud is
- * too large for the view to copy.
+ * The flat answer to `query` over a read of a flat cloud, at most `limit`
+ * candidates: the first in id order, or with `randomize` a random sample of
+ * them in random order.
  */
-export function flatCandidates(
-  view: FlatView,
-  query: CandidatesQuery,
-  { limit, randomize }: { limit: number | undefined; randomize: boolean },
-): Promise<FlatAnswer | undefined> {
-  const { groups, params } = query;
-  const traitNames = unique([...params.rootRequired, ...params.rootForbidden, ...groups.flatMap((g) => [...g.traits.required.flat(), ...g.traits.forbidden])]);
-  const aggregates = unique(groups.flatMap((g) => [...g.aggregates.memberOf.flat(), ...g.aggregates.forbidden]));
-  return view.read({ traits: traitNames, aggregates }, (read) => {
-    const anchors = read.providers.length === 0 ? [] : matching(read, query, randomize ? undefined : limit);
-    if (randomize) shuffle(anchors);
-    if (limit !== undefined && anchors.length > limit) anchors.length = limit;
-    return { names: read.names, anchors, classNames: read.classNames };
-  });
+export function flatAnswer(read: ViewRead, query: CandidatesQuery, { limit, randomize }: { limit: number | undefined; randomize: boolean }): FlatAnswer {
+  const anchors = read.providers.length === 0 ? [] : matching(read, query, randomize ? undefined : limit);
+  if (randomize) shuffle(anchors);
+  if (limit !== undefined && anchors.length > limit) anchors.length = limit;
+  return { names: read.names, anchors, classNames: read.classNames };
 }
 
 /** The providers that take the whole request, in id order, at most `limit` (all when undefined). */
@@ -119,6 +106,6 @@ function matching({ names, providers, byUuid }: ViewRead, query: CandidatesQuery
 }
 
 function takes(p: ViewProvider, classId: number | undefined, amounts: { smallest: number; sum: number; gcd: number }): boolean {
-  for (const inv of p.inventories) if (inv.classId === classId) return canTakeAmounts(inv, amounts);
+  for (const inv of p.inventories) if (inv.resourceClassId === classId) return canTakeAmounts(inv, amounts);
   return false;
 }

@@ -1,7 +1,7 @@
 /**
  * The engine's source for clouds without trees and without sharing
  * providers (every provider is a tree of one, which is most clouds), for the
- * requests the flat view (flat-answer.ts) does not take (resourceless
+ * requests the flat answer (flat-answer.ts) does not take (resourceless
  * groups) and for callers reading inside a transaction of their own
  * (claims): every request
  * group must then be satisfied by the anchor itself, so the whole filter

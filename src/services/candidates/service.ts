@@ -5,19 +5,21 @@
  * (candidatesInPreferenceOrder).
  *
  * It chooses the plan once per request, from the request and the cloud's
- * shape (cloud-shape.ts):
- * - "flat-view" (flat-answer.ts): on a flat cloud, one pass over the cloud
- *   kept in memory (flat-view.ts), brought up to date from the change feed
- *   by one statement per request, which also looks up the request's names;
- *   the body is written from it at once.
- * - the engine (engine.ts) in one read-only repeatable-read snapshot, whose
- *   name lookup sees the shape again and picks its source: "flat-source"
- *   (flat-source.ts) on a flat cloud, "general" (general-source.ts) otherwise.
- * A request on a cloud last seen nested goes straight to the engine; the flat
- * view reads the whole cloud only to find it nested when the cloud has just
- * changed shape. Either way the answer leaves through one sink
- * (CandidatesSink), candidate by candidate as the engine finds them or whole
- * from the flat view.
+ * shape (cloud-shape.ts). Every request first brings the cloud kept in
+ * memory (cloud-view.ts) up to date from the change feed, by one statement
+ * that also looks up the request's names; then, on that one state:
+ * - "flat-view" (flat-answer.ts): on a flat cloud, one pass over its
+ *   providers; the body is written from it at once.
+ * - "tree-view": on a cloud with trees or sharing providers, the general
+ *   plan (general-source.ts) over the copy's trees (view-tree-reads.ts).
+ * The engine (engine.ts), in one read-only repeatable-read snapshot of the
+ * database, answers the rest: a request naming a class or trait that does
+ * not exist (unknown-names.ts says whether Placement refuses it), a
+ * resourceless group on a flat cloud, and a cloud too large to copy; its
+ * name lookup sees the shape again and picks its source, "flat-source"
+ * (flat-source.ts) on a flat cloud, "general" otherwise. Either way the
+ * answer leaves through one sink (CandidatesSink), candidate by candidate as
+ * the general plan finds them or whole from the flat pass.
  *
  * Where the time goes (CPU profiles of the server under the Nova-style loop,
  * `npm run bench -- claims --mode candidates --limit 1000`, and of single
@@ -47,9 +49,11 @@
  *   search of combine.ts and writing each candidate (routes/candidates-body.ts)
  *   dominate, then garbage collection (planning each batch, combining and the
  *   unsuffixed group's options allocate the most); the body leaves while the
- *   search goes on, which bounds the peak memory. PostgreSQL loads the next
- *   batch of trees meanwhile (one statement per batch, sql.ts
- *   loadTreesAfter), so its share overlaps the server's.
+ *   search goes on, which bounds the peak memory. Read from the database,
+ *   the trees kept the engine waiting: before the first batch for the
+ *   lookups and the first load, then for each load, which took PostgreSQL
+ *   longer than the engine took to combine the batch before; from the copy
+ *   nothing waits.
  *
  * For POST /claims (issue 13), with the caller's own transaction:
  *   candidatesInPreferenceOrder(tx: Queryable, query: CandidatesQuery,
@@ -67,15 +71,19 @@
 import type { Config } from "../../config.js";
 import type { Db, Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
-import { isFlat, ShapeHint } from "./cloud-shape.js";
+import { unique } from "../../query/values.js";
+import { CloudView, type CloudViewOptions, type ViewNames, type ViewRead } from "./cloud-view.js";
+import type { ViewTrees } from "./cloud-trees.js";
 import type { Candidate } from "./combine.js";
-import { findCandidates, type EngineOptions, type EnginePath } from "./engine.js";
-import { flatAnswerTakes, flatCandidates, type FlatAnswer } from "./flat-answer.js";
-import { FlatView, type FlatViewOptions } from "./flat-view.js";
+import { findCandidates, generalCandidates, type EngineOptions, type EnginePath } from "./engine.js";
+import { flatAnswer, flatAnswerTakes, type FlatAnswer } from "./flat-answer.js";
 import type { CandidatesResult, NamesById } from "./generate.js";
-import { namesKnown } from "./unknown-names.js";
+import type { IdsByName } from "./sql.js";
+import { groupTraits, namesKnown } from "./unknown-names.js";
+import { viewTreeReads } from "./view-tree-reads.js";
 
-export type CandidatesPath = "flat-view" | EnginePath;
+/** "flat-view" and "tree-view" answer from the cloud view's copy, the engine's paths from the database. */
+export type CandidatesPath = "flat-view" | "tree-view" | EnginePath;
 
 /** Where an answer goes: the route's body writer, or anything else that renders candidates. */
 export interface CandidatesSink {
@@ -107,8 +115,8 @@ export interface CandidatesServiceOptions {
    * fails). The differential test forces each path over the same clouds.
    */
   forcePath?: CandidatesPath;
-  /** Tests only: how old the flat view's copy may get before it is read whole again, and how many providers it may hold (flat-view.ts). */
-  view?: Pick<FlatViewOptions, "fullReadEveryMs" | "maxProviders">;
+  /** Tests only: how old the view's copy may get before it is read whole again, and how many providers it may hold (cloud-view.ts). */
+  view?: Pick<CloudViewOptions, "fullReadEveryMs" | "maxProviders">;
 }
 
 /** One claimable candidate: what to allocate from which provider, and which providers serve each group. */
@@ -120,8 +128,7 @@ export interface PreferredCandidate {
 }
 
 export class CandidatesService {
-  private readonly shape = new ShapeHint();
-  private readonly view: FlatView;
+  private readonly view: CloudView;
 
   constructor(
     private readonly db: Db,
@@ -131,7 +138,7 @@ export class CandidatesService {
     // A transaction pooler gives each statement any server connection: a statement prepared on one is unknown
     // (or, named alike, already there) on the next, so there every statement is unnamed.
     const named = config.PLACEMENT_DB_POOLER !== "transaction";
-    this.view = new FlatView(db, { ...options.view, namedStatements: named });
+    this.view = new CloudView(db, { ...options.view, namedStatements: named });
   }
 
   /**
@@ -140,38 +147,29 @@ export class CandidatesService {
    * name lookups alone showed there is none).
    */
   async answer(query: CandidatesQuery, nestedAware: boolean, sink: CandidatesSink): Promise<CandidatesPath | undefined> {
-    const randomize = this.config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES;
     const forced = this.options.forcePath;
-    const viewFirst = forced ? forced === "flat-view" : flatAnswerTakes(query) && this.shape.expectFlat();
-    if (viewFirst) {
-      if (!flatAnswerTakes(query)) throw new Error("the flat view cannot take this request");
-      const flat = await flatCandidates(this.view, query, { limit: this.cap(query), randomize });
-      // Undefined: a cloud too large to copy, which the engine answers.
-      if (flat) this.shape.saw(flat.names);
-      // An unknown name goes to the engine, which knows whether Placement refuses it (unknown-names.ts).
-      if (flat && isFlat(flat.names) && namesKnown(query, flat.names)) {
-        sink.flat(flat);
+    const opts = this.engineOptions(nestedAware, sink);
+    if (forced === undefined || forced === "flat-view" || forced === "tree-view") {
+      const randomize = this.config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES;
+      const taken = await this.view.read(viewNames(query), (read) => fromView(read, query, forced, { limit: this.cap(query), randomize }));
+      if (taken?.flat) {
+        sink.flat(taken.flat);
         return "flat-view";
       }
-      if (forced && (!flat || !isFlat(flat.names))) throw new Error("the flat view cannot answer a cloud with trees or sharing providers, or one too large to copy");
+      if (taken?.trees) {
+        const result = await generalCandidates(viewTreeReads(taken.trees, taken.classNames), query, taken.names, opts);
+        this.emit(result, sink);
+        return result ? "tree-view" : undefined;
+      }
+      // An unknown name goes to the engine, which knows whether Placement refuses it (unknown-names.ts).
+      if (forced && !taken?.unknownName) throw new Error(`the ${forced} path cannot answer this request (a cloud too large to copy${forced === "flat-view" ? ", or not flat" : ""})`);
     }
-    const { result, path, shape } = await this.db.transaction(
-      (tx) =>
-        findCandidates(tx, query, {
-          nestedAware,
-          randomize,
-          maxCandidates: this.config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
-          strategy: this.config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
-          onCandidate: sink.candidate,
-          path: forced === "flat-view" ? undefined : forced,
-        }),
+    const { result, path } = await this.db.transaction(
+      (tx) => findCandidates(tx, query, { ...opts, path: forced === "flat-view" || forced === "tree-view" ? undefined : forced }),
       // One snapshot: the narrowing queries and the tree loads must agree.
       { isolationLevel: "repeatable read", accessMode: "read only" },
     );
-    this.shape.saw(shape);
-    // With randomize the engine shuffles and returns the list instead of calling onCandidate.
-    for (const c of result.candidates) sink.candidate(c, result);
-    sink.end(result);
+    this.emit(result, sink);
     return path;
   }
 
@@ -190,6 +188,64 @@ export class CandidatesService {
     const cap = Math.min(query.params.limit ?? Infinity, max > 0 ? max : Infinity);
     return Number.isFinite(cap) ? cap : undefined;
   }
+
+  private engineOptions(nestedAware: boolean, sink: CandidatesSink): EngineOptions {
+    return {
+      nestedAware,
+      randomize: this.config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
+      maxCandidates: this.config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+      strategy: this.config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
+      onCandidate: sink.candidate,
+    };
+  }
+
+  /** The engine's result into `sink` (none: an empty answer). */
+  private emit(result: CandidatesResult | undefined, sink: CandidatesSink): void {
+    if (!result) {
+      sink.end(NO_CANDIDATES);
+      return;
+    }
+    // With randomize the engine shuffles and returns the list instead of calling onCandidate.
+    for (const c of result.candidates) sink.candidate(c, result);
+    sink.end(result);
+  }
+}
+
+const NO_CANDIDATES: CandidatesResult = { candidates: [], count: 0, summaries: [], uuidOf: () => "", resourceClassName: () => "" };
+
+/** The trait and aggregate names the view looks up for `query` (as the engine's lookup, sql.ts lookupNames). */
+function viewNames(query: CandidatesQuery): ViewNames {
+  const { groups, params } = query;
+  return {
+    traits: unique([...params.rootRequired, ...params.rootForbidden, ...groups.flatMap(groupTraits)]),
+    aggregates: unique(groups.flatMap((g) => [...g.aggregates.memberOf.flat(), ...g.aggregates.forbidden])),
+  };
+}
+
+/** What the view can answer from one read: a flat answer whole, or the trees the general plan reads (with the request's names). */
+type FromView =
+  | { flat: FlatAnswer; trees?: undefined }
+  | { flat?: undefined; trees: ViewTrees; names: IdsByName; classNames: Map<number, string> }
+  | { flat?: undefined; trees?: undefined; unknownName: true };
+
+/**
+ * Runs inside the view's read (one state of the copy): the flat answer, or
+ * what the general plan needs of this state; neither for a request the
+ * view does not take (an unknown name, or a resourceless group on a flat
+ * cloud), which the engine then answers from the database.
+ */
+function fromView(read: ViewRead, query: CandidatesQuery, forced: CandidatesPath | undefined, flatOpts: { limit: number | undefined; randomize: boolean }): FromView | undefined {
+  if (!namesKnown(query, read.names)) return { unknownName: true };
+  if (forced === "flat-view" || (forced === undefined && read.flat && flatAnswerTakes(query))) {
+    return read.flat && flatAnswerTakes(query) ? { flat: flatAnswer(read, query, flatOpts) } : undefined;
+  }
+  if (forced === undefined && read.flat) return undefined;
+  const names = { ...read.names, treeRoots: new Map<string, number>() };
+  for (const g of query.groups) {
+    const root = g.inTree ? read.byUuid.get(g.inTree)?.rootId : undefined;
+    if (g.inTree && root) names.treeRoots.set(g.inTree, root);
+  }
+  return { trees: read.trees(), names, classNames: read.classNames };
 }
 
 /**

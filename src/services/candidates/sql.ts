@@ -374,7 +374,7 @@ class Words {
   }
 }
 
-function addTo(map: Map<number, Set<number>>, key: number, value: number): void {
+export function addTo(map: Map<number, Set<number>>, key: number, value: number): void {
   let set = map.get(key);
   if (!set) map.set(key, (set = new Set()));
   set.add(value);

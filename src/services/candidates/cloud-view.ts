@@ -1,8 +1,11 @@
 /**
- * A flat cloud kept in memory and brought up to date at every request from
- * the change feed, so the candidates of a flat cloud are filtered in the
- * server (flat-answer.ts) instead of by an aggregation over every inventory
- * row in PostgreSQL, which was most of the time of a large flat answer.
+ * The cloud kept in memory and brought up to date at every request from the
+ * change feed, so candidates are found in the server instead of by reads of
+ * every inventory row in PostgreSQL at every request: on a flat cloud by one
+ * pass over its providers (flat-answer.ts), on a cloud with trees or sharing
+ * providers by the general plan over its trees (cloud-trees.ts,
+ * view-tree-reads.ts). Those reads were most of the time of a large flat
+ * answer, and on a nested one they kept the engine waiting for each batch.
  *
  * Why the copy is exact: the change feed (drizzle/0010) gives every committed
  * transaction that touched a provider, its inventories (and their `used`,
@@ -13,29 +16,29 @@
  * current rows of every provider changed after the copy's seq S (or of every
  * provider, the first time). Applying them brings the copy to the state at
  * S', as fresh as the request's own snapshot: a client that reads after its
- * write committed sees it, as with any other read. The filtering runs right
- * after, with no await between, so it sees one consistent state. Several
+ * write committed sees it, as with any other read. The request's `use` runs
+ * right after, with no await between, so it sees one consistent state (and
+ * the trees it is given are never changed after, cloud-trees.ts). Several
  * requests may be in flight: one whose snapshot is older than the copy
  * applies nothing and answers from the copy, which is fresher.
  *
  * The copy starts again from a full read when the feed cannot say what
  * changed: rows past the copy's seq were pruned (provider_changes_horizon),
  * the highest seq went back or the server started at another time (a restore
- * or a failover to a standby that did not have every commit); and it is
- * dropped as soon as the cloud is not flat (a provider with a parent or one
- * sharing through aggregates): the engine answers those clouds. It is also
+ * or a failover to a standby that did not have every commit). It is also
  * read whole every FULL_READ_EVERY_MS, which bounds how long a write that
  * bypassed the feed's triggers (session_replication_role = replica, a
  * TRUNCATE of a table other than allocations) can stay unseen. A cloud of
  * more than `maxProviders` providers is not copied (the server's heap is
- * bounded): the engine answers it, and the count is looked at again only
- * at the next full read's time.
+ * bounded): the engine answers it from the database, and the count is looked
+ * at again only at the next full read's time.
  * A statement that fails leaves the copy as it was.
  */
 import { poolOf, type Db } from "../../db/database.js";
-import { capacityOf, type Room } from "../rules/capacity.js";
+import { capacityOf } from "../rules/capacity.js";
 import { readShapeRow, SHAPE_ROWS, SHARING_TRAIT } from "./cloud-shape.js";
-import type { IdsByName } from "./sql.js";
+import { TreeIndex, type ViewTrees } from "./cloud-trees.js";
+import type { IdsByName, TreeInventory } from "./sql.js";
 
 /** The part of a provider's summary that changes only when its inventories or traits do. */
 export interface ProviderDetails {
@@ -46,32 +49,35 @@ export interface ProviderDetails {
   traits: string;
 }
 
-/** One inventory as the capacity rule reads it. */
-export interface ViewInventory extends Room {
-  classId: number;
-}
-
-/** A provider of the copy; replaced whole when it changes. */
+/** A provider of the copy; replaced whole when it changes (never edited: requests keep it across awaits). */
 export interface ViewProvider {
   id: number;
+  uuid: string;
+  parentId: number | null;
+  /** 0 when the row has none. */
+  rootId: number;
   /** Kept as the same object while it stays equal, so renderers can key on it. */
   details: ProviderDetails;
   /** In class id order. */
-  inventories: ViewInventory[];
+  inventories: TreeInventory[];
   /** Non-zero usage as [classId, used, ...] (undefined when none). */
   used: readonly number[] | undefined;
   traits: ReadonlySet<number>;
   aggregates: ReadonlySet<number>;
-  /** Has a parent, or shares its inventory: the cloud is then not flat. */
-  hasParent: boolean;
+  /** Shares its inventory through aggregates: the cloud is then not flat (nor with a parent). */
   shares: boolean;
 }
 
-/** What a request sees: its names and, when the cloud is flat, every provider in id order. */
+/** What a request sees: its names and the cloud, as a list of providers when it is flat, else as trees. */
 export interface ViewRead {
   names: IdsByName;
   classNames: Map<number, string>;
+  /** No provider has a parent or shares (cloud-shape.ts). */
+  flat: boolean;
+  /** Every provider in id order when the cloud is flat; empty otherwise. */
   providers: readonly ViewProvider[];
+  /** The cloud's trees, flat or not (made on first use after a change; call it in `use`, whose state it is). */
+  trees(): ViewTrees;
   byUuid: ReadonlyMap<string, ViewProvider>;
 }
 
@@ -81,7 +87,7 @@ export interface ViewNames {
   aggregates: string[];
 }
 
-export interface FlatViewOptions {
+export interface CloudViewOptions {
   /** False behind a transaction pooler, where a prepared statement may be on another connection. */
   namedStatements: boolean;
   /** A copy older than this is read whole again (see the header). */
@@ -100,8 +106,11 @@ class Copy {
   readonly byUuid = new Map<string, ViewProvider>();
   /** Every provider in id order, and each one's place in it (undefined until asked for again after an addition or removal). */
   private ordered: { list: ViewProvider[]; at: Map<number, number> } | undefined;
+  /** Providers with a parent, and sharing ones: the cloud is flat when both are 0. */
   trees = 0;
   sharing = 0;
+  /** Made at the first request for trees, then kept up to date. */
+  private treeIndex: TreeIndex | undefined;
 
   readonly readAt = Date.now();
 
@@ -118,9 +127,10 @@ class Copy {
     const old = this.byId.get(p.id);
     if (old) this.forget(old);
     this.byId.set(p.id, p);
-    this.byUuid.set(p.details.uuid, p);
-    if (p.hasParent) this.trees++;
+    this.byUuid.set(p.uuid, p);
+    if (p.parentId !== null) this.trees++;
     if (p.shares) this.sharing++;
+    this.treeIndex?.added(p);
     const at = this.ordered?.at.get(p.id);
     if (at !== undefined) this.ordered!.list[at] = p;
     else this.ordered = undefined;
@@ -132,6 +142,16 @@ class Copy {
     this.forget(old);
     this.byId.delete(id);
     this.ordered = undefined;
+  }
+
+  get flat(): boolean {
+    return this.trees === 0 && this.sharing === 0;
+  }
+
+  /** The copy's trees as they are now. */
+  viewTrees(): ViewTrees {
+    this.treeIndex ??= new TreeIndex(this.byId.values());
+    return this.treeIndex.trees((id) => this.byId.get(id));
   }
 
   get size(): number {
@@ -147,14 +167,15 @@ class Copy {
   }
 
   private forget(p: ViewProvider): void {
-    if (this.byUuid.get(p.details.uuid) === p) this.byUuid.delete(p.details.uuid);
-    if (p.hasParent) this.trees--;
+    if (this.byUuid.get(p.uuid) === p) this.byUuid.delete(p.uuid);
+    if (p.parentId !== null) this.trees--;
     if (p.shares) this.sharing--;
+    this.treeIndex?.removed(p);
   }
 }
 
 /** One per candidates service (so per app and database). */
-export class FlatView {
+export class CloudView {
   private copy: Copy | undefined;
   /** When a full read last found more providers than the bound (undefined: not since the last copy). */
   private tooLargeAt: number | undefined;
@@ -164,7 +185,7 @@ export class FlatView {
 
   constructor(
     private readonly db: Db,
-    options: FlatViewOptions,
+    options: CloudViewOptions,
   ) {
     this.namedStatements = options.namedStatements;
     this.fullReadEveryMs = options.fullReadEveryMs ?? FULL_READ_EVERY_MS;
@@ -173,7 +194,7 @@ export class FlatView {
 
   /**
    * Brings the copy to a snapshot taken now and gives `use` the request's
-   * names and, when the cloud is flat, every provider in id order. `use` runs
+   * names and the cloud (ViewRead). `use` runs
    * before anything else can change the copy; what it returns is returned.
    * Undefined, without `use`, when the cloud is too large to copy.
    */
@@ -202,10 +223,6 @@ export class FlatView {
     const rows = await this.run(FULL_TEXT, "ac_view_full", [traits, wanted.aggregates, this.maxProviders]);
     if (rows.providerCount > this.maxProviders) return this.tooLarge(base);
     this.tooLargeAt = undefined;
-    if (rows.names.hasTrees || rows.names.hasSharing) {
-      this.copy = undefined;
-      return use(emptyRead(rows));
-    }
     const sharingId = rows.names.traits.get(SHARING_TRAIT);
     const copy = new Copy(rows.seq, rows.started);
     for (const row of rows.providers) copy.put(providerOf(row, sharingId, base?.get(row.id)));
@@ -229,17 +246,13 @@ export class FlatView {
     return readRows(result.rows);
   }
 
-  /** The copy as a read; a copy that is no longer flat is dropped (the engine answers such clouds). */
+  /** The copy as a read: its shape is the copy's (the statement's shape rows are those of the names only). */
   private seen(rows: Rows, copy: Copy): ViewRead {
-    if (copy.trees > 0 || copy.sharing > 0) {
-      if (this.copy === copy) this.copy = undefined;
-      return emptyRead({ ...rows, names: { ...rows.names, hasTrees: copy.trees > 0, hasSharing: copy.sharing > 0 } });
-    }
-    return { names: rows.names, classNames: rows.classNames, providers: copy.providers(), byUuid: copy.byUuid };
+    const names = { ...rows.names, hasTrees: copy.trees > 0, hasSharing: copy.sharing > 0 };
+    const flat = copy.flat;
+    return { names, classNames: rows.classNames, flat, providers: flat ? copy.providers() : [], trees: () => copy.viewTrees(), byUuid: copy.byUuid };
   }
 }
-
-const emptyRead = (rows: Rows): ViewRead => ({ names: rows.names, classNames: rows.classNames, providers: [], byUuid: new Map() });
 
 
 /**
@@ -247,7 +260,7 @@ const emptyRead = (rows: Rows): ViewRead => ({ names: rows.names, classNames: ro
  * Kinds: 'c' every resource class, 't'/'a' a trait or aggregate asked for,
  * SHAPE_ROWS' 'n'/'s', 'm' the number of providers (full reads),
  * 'z' the snapshot's "seq pruned_through started",
- * 'p' a provider (text: uuid and " p" when it has a parent; inventories:
+ * 'p' a provider (text: "uuid parentId rootId", 0 for none; inventories:
  * "classId total reserved ratio min max step used" each, in class id order),
  * 'd' a changed provider that no longer exists.
  */
@@ -263,8 +276,8 @@ const HEAD_SQL = `SELECT 'z', 0, (SELECT coalesce(max(seq), 0) FROM provider_cha
 const INVENTORIES_AGG = `string_agg(concat_ws(' ', i.resource_class_id, i.total, i.reserved, i.allocation_ratio, i.min_unit, i.max_unit, i.step_size, i.used), ' '
                          ORDER BY i.resource_class_id)`;
 
-/** A provider row's text: its uuid, and " p" when it has a parent. */
-const PROVIDER_TEXT = `rp.uuid::text || CASE WHEN rp.parent_provider_id IS NULL THEN '' ELSE ' p' END`;
+/** A provider row's text: its uuid, parent id and root id (0 for none). */
+const PROVIDER_TEXT = `rp.uuid::text || ' ' || coalesce(rp.parent_provider_id, 0) || ' ' || coalesce(rp.root_provider_id, 0)`;
 
 /** The columns of a 'p' row for the provider `rp`, one subquery each: for the few providers a delta reads. */
 const PROVIDER_COLUMNS = `rp.id, ${PROVIDER_TEXT},
@@ -274,8 +287,8 @@ const PROVIDER_COLUMNS = `rp.id, ${PROVIDER_TEXT},
       ARRAY(SELECT m.aggregate_id FROM resource_provider_aggregates m WHERE m.resource_provider_id = rp.id)`;
 
 /**
- * Every provider, unless the cloud is not flat (then only the names and its
- * shape). Each table is aggregated once and joined, not read by a subquery
+ * Every provider, unless there are more than $3 (then only the names and the
+ * count). Each table is aggregated once and joined, not read by a subquery
  * per provider: that plan cost enough for PostgreSQL to compile it (JIT),
  * which took longer than running it.
  */
@@ -292,7 +305,7 @@ const FULL_TEXT = `WITH names AS MATERIALIZED (
       LEFT JOIN (SELECT m.resource_provider_id AS id, string_agg(t.name, ' ' ORDER BY t.id) AS names, array_agg(m.trait_id) AS ids
                  FROM resource_provider_traits m JOIN traits t ON t.id = m.trait_id GROUP BY 1) tr ON tr.id = rp.id
       LEFT JOIN (SELECT m.resource_provider_id AS id, array_agg(m.aggregate_id) AS ids FROM resource_provider_aggregates m GROUP BY 1) ag ON ag.id = rp.id
-      WHERE NOT EXISTS (SELECT 1 FROM names WHERE k IN ('n', 's') OR (k = 'm' AND id > $3::int))`;
+      WHERE NOT EXISTS (SELECT 1 FROM names WHERE k = 'm' AND id > $3::int)`;
 
 /**
  * The providers changed after seq $3, with their rows now ('d' when gone).
@@ -357,15 +370,23 @@ function readRows(rows: unknown[][]): Rows {
 
 /** A provider row as a ViewProvider, reusing `previous`'s details when they did not change. */
 function providerOf(row: ProviderRow, sharingId: number | undefined, previous: ViewProvider | undefined): ViewProvider {
-  const [uuid, parent] = row.text.split(" ");
+  const [uuid, parent, root] = row.text.split(" ");
   const numbers = row.inventories ? row.inventories.split(" ") : [];
-  const inventories: ViewInventory[] = [];
+  const inventories: TreeInventory[] = [];
   const capacities: Array<readonly [number, number]> = [];
   let used: number[] | undefined;
   for (let i = 0; i < numbers.length; i += 8) {
     const classId = Number(numbers[i]);
     const capacity = capacityOf({ total: Number(numbers[i + 1]), reserved: Number(numbers[i + 2]), allocationRatio: Number(numbers[i + 3]) });
-    const inv = { classId, capacity, minUnit: Number(numbers[i + 4]), maxUnit: Number(numbers[i + 5]), stepSize: Number(numbers[i + 6]), used: Number(numbers[i + 7]) };
+    const inv = {
+      providerId: row.id,
+      resourceClassId: classId,
+      capacity,
+      minUnit: Number(numbers[i + 4]),
+      maxUnit: Number(numbers[i + 5]),
+      stepSize: Number(numbers[i + 6]),
+      used: Number(numbers[i + 7]),
+    };
     inventories.push(inv);
     capacities.push([classId, capacity]);
     if (inv.used !== 0) (used ??= []).push(classId, inv.used);
@@ -373,14 +394,17 @@ function providerOf(row: ProviderRow, sharingId: number | undefined, previous: V
   const traits = row.traitNames ?? "";
   const kept = previous?.details;
   const same = kept !== undefined && kept.uuid === uuid && kept.traits === traits && sameCapacities(kept.inventories, capacities);
+  const parentId = Number(parent);
   return {
     id: row.id,
+    uuid,
+    parentId: parentId === 0 ? null : parentId,
+    rootId: Number(root),
     details: same ? kept : { uuid, inventories: capacities, traits },
     inventories,
     used,
     traits: new Set(row.traitIds),
     aggregates: new Set(row.aggregateIds),
-    hasParent: parent === "p",
     shares: sharingId !== undefined && row.traitIds.includes(sharingId),
   };
 }

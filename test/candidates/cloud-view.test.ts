@@ -1,6 +1,7 @@
 /**
- * Flat candidates are answered from a copy of the cloud kept in memory and
- * brought up to date from the change feed at every request (flat-view.ts).
+ * Candidates are answered from a copy of the cloud kept in memory and
+ * brought up to date from the change feed at every request (cloud-view.ts);
+ * on flat clouds here (tree-view.test.ts has the copy's trees).
  * These tests show a summary first (so the provider is in the copy), then
  * change the provider every way it can change, through the API and behind
  * its back, and check that the next answer shows the change; then the cases
@@ -171,7 +172,7 @@ describe("the flat view on a cloud of its own", () => {
     }
   });
 
-  it("hands a cloud that gained a tree to the engine, and answers from a new copy once it is flat again", async () => {
+  it("answers a cloud that gained a tree from the copy's trees, and by the flat pass once it is flat again", async () => {
     const own = await startData();
     try {
       const CPU = custom("CPU");

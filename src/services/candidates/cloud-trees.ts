@@ -1,0 +1,175 @@
+/**
+ * The trees of the cloud view's copy (cloud-view.ts), as the general plan
+ * reads them (view-tree-reads.ts): each tree's providers, inventories and
+ * trait names in the form of a tree load from the database (sql.ts
+ * TreeData), made once and kept until one of its providers changes.
+ *
+ * A request reads its trees over several turns of the event loop (batch
+ * after batch, the body leaving in between), while other requests bring the
+ * copy forward. So what it reads never changes: a ViewTrees and every tree in
+ * it are made whole and then only replaced, never edited; a request keeps
+ * the ViewTrees of its own read to the end.
+ *
+ * Which trees there are is what the engine's reads see in the tables: a root
+ * is a provider without a parent, and its tree is every provider whose root
+ * is that root (a provider without a root is in no tree).
+ */
+import { IdMap } from "./id-map.js";
+import type { TreeData, TreeInventory } from "./sql.js";
+
+/** What a tree needs of a provider of the copy (cloud-view.ts ViewProvider). */
+export interface TreeMember {
+  id: number;
+  uuid: string;
+  parentId: number | null;
+  /** 0: the provider has no root. */
+  rootId: number;
+  inventories: readonly TreeInventory[];
+  /** Trait ids and aggregate ids. */
+  traits: ReadonlySet<number>;
+  aggregates: ReadonlySet<number>;
+  /** Trait names in id order, space-separated. */
+  details: { readonly traits: string };
+}
+
+export interface ViewTree {
+  rootId: number;
+  /** As a tree load gives it, but for class names (the request's read gives those). */
+  data: TreeData;
+  /** The tree's providers in id order (the same objects as data.providers). */
+  members: readonly TreeMember[];
+}
+
+/** The copy's trees at one state, in root id order; never changed once made. */
+export class ViewTrees {
+  private byProvider?: IdMap<TreeMember>;
+  private rootsByAggregate?: Map<number, number[]>;
+
+  constructor(readonly list: readonly ViewTree[]) {}
+
+  /** The tree of the root `rootId`, if it is one. */
+  tree(rootId: number): ViewTree | undefined {
+    const at = this.indexAfter(rootId - 1);
+    return at < this.list.length && this.list[at].rootId === rootId ? this.list[at] : undefined;
+  }
+
+  /** The place in `list` of the first tree whose root id is above `afterId`. */
+  indexAfter(afterId: number): number {
+    let lo = 0;
+    let hi = this.list.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.list[mid].rootId <= afterId) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** A provider of one of the trees. */
+  provider(id: number): TreeMember | undefined {
+    if (!this.byProvider) {
+      this.byProvider = new IdMap();
+      for (const t of this.list) for (const p of t.members) this.byProvider.set(p.id, p);
+    }
+    return this.byProvider.get(id);
+  }
+
+  /** Every provider of the trees, tree by tree. */
+  *providers(): Generator<TreeMember> {
+    for (const t of this.list) yield* t.members;
+  }
+
+  /** The roots of the trees holding a member of aggregate `id`, ascending, without repeats. */
+  rootsIn(aggregateId: number): readonly number[] {
+    if (!this.rootsByAggregate) {
+      const sets = new Map<number, Set<number>>();
+      for (const t of this.list) {
+        for (const p of t.members) {
+          for (const a of p.aggregates) {
+            let roots = sets.get(a);
+            if (!roots) sets.set(a, (roots = new Set()));
+            roots.add(t.rootId);
+          }
+        }
+      }
+      // Trees come in root order, so each set is already ascending.
+      this.rootsByAggregate = new Map([...sets].map(([a, roots]) => [a, [...roots]]));
+    }
+    return this.rootsByAggregate.get(aggregateId) ?? [];
+  }
+}
+
+/**
+ * Which providers each root holds, kept beside the copy from its first
+ * request for trees on, and the ViewTrees last made: the trees of providers
+ * that changed since are made again at the next request, the others kept.
+ */
+export class TreeIndex {
+  private readonly membersOf = new Map<number, Set<number>>();
+  /** Roots whose tree may have changed, and providers that may have become or stopped being roots. */
+  private readonly dirty = new Set<number>();
+  private made: ViewTrees | undefined;
+
+  constructor(providers: Iterable<TreeMember>) {
+    for (const p of providers) this.added(p);
+  }
+
+  /** `p` joined the copy (or replaced an earlier row of itself, removed first). */
+  added(p: TreeMember): void {
+    if (p.rootId !== 0) {
+      let members = this.membersOf.get(p.rootId);
+      if (!members) this.membersOf.set(p.rootId, (members = new Set()));
+      members.add(p.id);
+    }
+    this.touch(p);
+  }
+
+  removed(p: TreeMember): void {
+    const members = this.membersOf.get(p.rootId);
+    if (members) {
+      members.delete(p.id);
+      if (members.size === 0) this.membersOf.delete(p.rootId);
+    }
+    this.touch(p);
+  }
+
+  /** The trees as the copy holds them now; `get` reads the copy's providers. */
+  trees(get: (id: number) => TreeMember | undefined): ViewTrees {
+    if (this.made && this.dirty.size === 0) return this.made;
+    const old = this.made?.list ?? [];
+    const changed = new Map<number, ViewTree | undefined>();
+    for (const id of this.dirty) {
+      const root = get(id);
+      changed.set(id, root && root.parentId === null ? this.build(id, get) : undefined);
+    }
+    this.dirty.clear();
+    const list: ViewTree[] = [];
+    // Merge the kept trees (in root order) with the changed ones (sorted), dropping those that are gone.
+    const fresh = [...changed.keys()].sort((a, b) => a - b);
+    let i = 0;
+    for (const id of fresh) {
+      while (i < old.length && old[i].rootId < id) list.push(old[i++]);
+      if (i < old.length && old[i].rootId === id) i++;
+      const tree = changed.get(id);
+      if (tree) list.push(tree);
+    }
+    while (i < old.length) list.push(old[i++]);
+    this.made = new ViewTrees(list);
+    return this.made;
+  }
+
+  private touch(p: TreeMember): void {
+    this.dirty.add(p.id);
+    if (p.rootId !== 0) this.dirty.add(p.rootId);
+  }
+
+  private build(rootId: number, get: (id: number) => TreeMember | undefined): ViewTree {
+    const members = [...(this.membersOf.get(rootId) ?? [])].sort((a, b) => a - b).map((id) => get(id)!);
+    const data: TreeData = { providers: members, inventories: [], traits: new Map(), classNames: new Map() };
+    for (const p of members) {
+      for (const inv of p.inventories) data.inventories.push(inv);
+      if (p.details.traits !== "") data.traits.set(p.id, p.details.traits.split(" "));
+    }
+    return { rootId, data, members };
+  }
+}
