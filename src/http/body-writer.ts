@@ -22,6 +22,7 @@
  * streamed leave as they fill and are not given back (keeping them until the
  * end would keep the whole body in memory).
  */
+import { setImmediate as turn } from "node:timers/promises";
 import type { BodyBuffers } from "./body-buffers.js";
 
 /** Up to this many bytes a piece is copied byte by byte rather than by a native call. */
@@ -34,7 +35,20 @@ export interface LiveBody {
   end(): void;
   /** Aborts the stream (the server then drops the connection, so the client sees a broken body, never a short one). */
   fail(error: Error): void;
+  /**
+   * Resolves after a turn of the event loop once fewer than QUEUED_BYTES of
+   * the body wait to be sent (or the stream is closed), or after
+   * ROOM_WAIT_MS: a writer that waits on it between pieces of work keeps
+   * what is written but not yet sent bounded, where a client slower than the
+   * writer had the rest of the body pile up in memory. The bound on the wait
+   * keeps a client that stops reading from stopping the writer for good.
+   */
+  room(): Promise<void>;
 }
+
+/** Bytes of a live body queued for the socket beyond which room() waits. */
+const QUEUED_BYTES = 4 * 1024 * 1024;
+const ROOM_WAIT_MS = 1000;
 
 export class BodyWriter {
   private readonly full: Buffer<ArrayBuffer>[] = [];
@@ -185,14 +199,26 @@ export class BodyWriter {
     let controller!: ReadableStreamDefaultController<Uint8Array>;
     // Closed by end() or fail(), or by the client going away (then the rest is dropped).
     let open = true;
-    const stream = new ReadableStream<Uint8Array>({
-      start: (c) => {
-        controller = c;
+    // Who waits in room(): woken when the reader takes chunks (pull) or the stream closes.
+    let wake: (() => void) | undefined;
+    const woken = () => {
+      wake?.();
+      wake = undefined;
+    };
+    const stream = new ReadableStream<Uint8Array>(
+      {
+        start: (c) => {
+          controller = c;
+        },
+        pull: woken,
+        cancel: () => {
+          open = false;
+          woken();
+        },
       },
-      cancel: () => {
-        open = false;
-      },
-    });
+      // Queued chunks counted in bytes, so desiredSize says how much of QUEUED_BYTES is left.
+      { highWaterMark: QUEUED_BYTES, size: (chunk) => chunk.byteLength },
+    );
     const send = (chunk: Buffer<ArrayBuffer>) => {
       if (open) controller.enqueue(chunk);
     };
@@ -207,10 +233,23 @@ export class BodyWriter {
         if (this.used > 0) send(this.current.subarray(0, this.used));
         if (open) controller.close();
         open = false;
+        woken();
       },
       fail: (error) => {
         if (open) controller.error(error);
         open = false;
+        woken();
+      },
+      room: async () => {
+        if (open && (controller.desiredSize ?? 1) <= 0) {
+          let timer: NodeJS.Timeout | undefined;
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+            timer = setTimeout(woken, ROOM_WAIT_MS);
+          });
+          clearTimeout(timer);
+        }
+        await turn();
       },
     };
   }

@@ -9,7 +9,8 @@
  * (flat-candidates-body.ts).
  */
 import { BodyBuffers } from "../http/body-buffers.js";
-import { ascii, BodyWriter } from "../http/body-writer.js";
+import { setImmediate as turn } from "node:timers/promises";
+import { ascii, BodyWriter, type LiveBody } from "../http/body-writer.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
 import type { Candidate } from "../services/candidates/combine.js";
 import type { CandidatesResult } from "../services/candidates/engine.js";
@@ -40,6 +41,7 @@ export class CandidatesBody implements CandidatesSink {
   private large?: () => void;
   /** Some of the body has left (respond started the stream): it can no longer be discarded. */
   private live = false;
+  private liveBody?: LiveBody;
 
   constructor(
     private readonly shape: ResponseShape,
@@ -67,6 +69,11 @@ export class CandidatesBody implements CandidatesSink {
     this.count = answer.anchors.length;
     this.flatWriter = new BodyWriter(1024 + answer.anchors.length * 512, undefined, this.pieces.buffers);
     this.whole = renderFlatBody(this.flatWriter, this.shape, this.query, answer, this.pieces.flat);
+  }
+
+  /** A turn of the event loop, and once the body streams, room in its queue (LiveBody.room). */
+  room(): Promise<void> {
+    return this.liveBody ? this.liveBody.room() : turn();
   }
 
   discard(): boolean {
@@ -112,6 +119,7 @@ export class CandidatesBody implements CandidatesSink {
     }
     this.live = true;
     const live = this.w.startStream();
+    this.liveBody = live;
     answering.then(
       () => live.end(),
       (error: Error) => {

@@ -197,7 +197,7 @@ describe("the flat view on a cloud of its own", () => {
   });
 });
 
-describe("the flat view's bounds", () => {
+describe("the view's bounds", () => {
   it("leaves a cloud of more providers than it may copy to the engine, and copies it again once it is small enough", async () => {
     const own = await startData();
     try {
@@ -219,6 +219,31 @@ describe("the flat view's bounds", () => {
       const small = await viewOnly("GET", query);
       expect(small.status).toBe(200);
       expect(Object.keys(small.body.provider_summaries).sort()).toEqual(made.slice(0, 2).map((p) => p.uuid).sort());
+    } finally {
+      await own.t.close();
+    }
+  });
+
+  it("bounds a cloud with trees lower than a flat one: past it, the database's plan answers, and a child fewer brings the copy back", async () => {
+    const own = await startData();
+    try {
+      const CPU = custom("CPU");
+      const root = await own.d.provider({ inventory: { [CPU]: 4 } });
+      const child = await own.d.provider({ parent: root, inventory: { [CPU]: 4 } });
+      await own.d.provider({ parent: root, inventory: { [CPU]: 4 } });
+      const view = { maxProviders: 10, maxTreeProviders: 2, fullReadEveryMs: 0 };
+      const bounded = own.t.requestVia({ view });
+      const treesOnly = own.t.requestVia({ forcePath: "tree-view", view });
+      const query = `/allocation_candidates?resources=${CPU}:1`;
+      const engine = await own.t.requestVia({ forcePath: "general" })("GET", query);
+      expect((await bounded("GET", query)).text).toBe(engine.text);
+      // Three providers in a tree: over the tree bound, though under the flat one.
+      expect((await treesOnly("GET", query)).status).toBe(500);
+      await own.t.sql(`DELETE FROM inventories WHERE resource_provider_id = $1`, [child.id]);
+      await own.t.sql(`DELETE FROM resource_providers WHERE id = $1`, [child.id]);
+      const small = await treesOnly("GET", query);
+      expect(small.status).toBe(200);
+      expect(small.body.allocation_requests).toHaveLength(2);
     } finally {
       await own.t.close();
     }

@@ -56,6 +56,34 @@ describe("BodyWriter", () => {
     await expect(reader.read()).rejects.toThrow("lost the database");
   });
 
+  it("gives a live body's writer room once the reader has taken what was queued past its bound, and never holds it longer than the bound on the wait", async () => {
+    const chunk = 1024 * 1024;
+    const w = new BodyWriter(chunk, chunk).ascii("x".repeat(chunk));
+    const live = w.startStream();
+    // Little queued: room after a turn of the event loop.
+    await live.room();
+    // Six more full chunks queued and nobody reading: past the 4 MB bound.
+    w.ascii("x".repeat(6 * chunk));
+    let roomy = false;
+    const waiting = live.room().then(() => (roomy = true));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(roomy).toBe(false);
+    const reader = live.stream.getReader();
+    for (let i = 0; i < 4; i++) await reader.read();
+    await waiting;
+    expect(roomy).toBe(true);
+    // A reader that stops: the wait ends anyway, after its bound (about a second).
+    w.ascii("x".repeat(6 * chunk));
+    const started = performance.now();
+    await live.room();
+    expect(performance.now() - started).toBeGreaterThan(900);
+    // A closed stream waits for nobody.
+    live.fail(new Error("client gone"));
+    const closed = performance.now();
+    await live.room();
+    expect(performance.now() - closed).toBeLessThan(500);
+  });
+
   it("tells when the written size passes a mark", async () => {
     const w = new BodyWriter(8, 16);
     let passed = false;

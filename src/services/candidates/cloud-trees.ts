@@ -17,6 +17,9 @@
 import { IdMap } from "./id-map.js";
 import type { TreeData, TreeInventory } from "./sql.js";
 
+const NO_TRAITS = new Map<number, string[]>();
+const NO_NAMES = new Map<number, string>();
+
 /** What a tree needs of a provider of the copy (cloud-view.ts ViewProvider). */
 export interface TreeMember {
   id: number;
@@ -165,11 +168,10 @@ export class TreeIndex {
 
   private build(rootId: number, get: (id: number) => TreeMember | undefined): ViewTree {
     const members = [...(this.membersOf.get(rootId) ?? [])].sort((a, b) => a - b).map((id) => get(id)!);
-    const data: TreeData = { providers: members, inventories: [], traits: new Map(), classNames: new Map() };
-    for (const p of members) {
-      for (const inv of p.inventories) data.inventories.push(inv);
-      if (p.details.traits !== "") data.traits.set(p.id, p.details.traits.split(" "));
-    }
-    return { rootId, data, members };
+    // Kept until the tree changes: arrays of their exact length (see cloud-view.ts setOf), one shared empty map.
+    const inventories = members.length === 1 ? members[0].inventories.slice() : members.flatMap((p) => p.inventories);
+    const named = members.filter((p) => p.details.traits !== "");
+    const traits = named.length === 0 ? NO_TRAITS : new Map(named.map((p) => [p.id, p.details.traits.split(" ")]));
+    return { rootId, data: { providers: members, inventories, traits, classNames: NO_NAMES }, members };
   }
 }

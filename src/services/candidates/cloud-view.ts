@@ -29,14 +29,15 @@
  * read whole every FULL_READ_EVERY_MS, which bounds how long a write that
  * bypassed the feed's triggers (session_replication_role = replica, a
  * TRUNCATE of a table other than allocations) can stay unseen. A cloud of
- * more than `maxProviders` providers is not copied (the server's heap is
- * bounded): the engine answers it from the database, and the count is looked
+ * more than `maxProviders` providers (`maxTreeProviders` when it has trees or
+ * sharing providers) is not copied (the server's heap is bounded): the
+ * engine answers it from the database, and the count is looked
  * at again only at the next full read's time.
  * A statement that fails leaves the copy as it was.
  */
 import { poolOf, type Db } from "../../db/database.js";
 import { capacityOf } from "../rules/capacity.js";
-import { readShapeRow, SHAPE_ROWS, SHARING_TRAIT } from "./cloud-shape.js";
+import { isFlat, readShapeRow, SHAPE_ROWS, SHARING_TRAIT } from "./cloud-shape.js";
 import { TreeIndex, type ViewTrees } from "./cloud-trees.js";
 import type { IdsByName, TreeInventory } from "./sql.js";
 
@@ -92,13 +93,29 @@ export interface CloudViewOptions {
   namedStatements: boolean;
   /** A copy older than this is read whole again (see the header). */
   fullReadEveryMs?: number;
-  /** Above this many providers the cloud is not copied (see the header). */
+  /** Above this many providers a flat cloud is not copied (see the header). */
   maxProviders?: number;
+  /** Above this many providers a cloud with trees or sharing providers is not copied. */
+  maxTreeProviders?: number;
 }
 
 const FULL_READ_EVERY_MS = 5 * 60_000;
-/** About 500 bytes each in the copy, so the largest copy stays a small part of the server's heap. */
+/**
+ * A flat provider with three inventories takes about 1.2 KB of the copy
+ * (heap snapshots of 10,000 providers), so the largest flat copy is about
+ * 120 MB.
+ */
 const MAX_PROVIDERS = 100_000;
+/**
+ * A provider of a nested cloud takes about 1 KB with its tree (50,000
+ * providers of 10,000 trees: 51 MB). The answers over such a cloud are the
+ * heap's other large tenant (a tree's candidates are the product of its
+ * groups' options: 80,000 of them over 10,000 trees, against one per flat
+ * provider), so the copy is bounded lower: over the 10,000 trees the copy
+ * took the server's peak resident memory from 247 to 320 MB, past the
+ * 256 MB its heap is set up for (README, `npm start`).
+ */
+const MAX_TREE_PROVIDERS = 20_000;
 
 /** One full copy and the seq it is at. */
 class Copy {
@@ -182,6 +199,7 @@ export class CloudView {
   private readonly namedStatements: boolean;
   private readonly fullReadEveryMs: number;
   private readonly maxProviders: number;
+  private readonly maxTreeProviders: number;
 
   constructor(
     private readonly db: Db,
@@ -190,6 +208,7 @@ export class CloudView {
     this.namedStatements = options.namedStatements;
     this.fullReadEveryMs = options.fullReadEveryMs ?? FULL_READ_EVERY_MS;
     this.maxProviders = options.maxProviders ?? MAX_PROVIDERS;
+    this.maxTreeProviders = options.maxTreeProviders ?? MAX_TREE_PROVIDERS;
   }
 
   /**
@@ -214,14 +233,14 @@ export class CloudView {
           for (const row of rows.providers) base.put(providerOf(row, sharingId, base.get(row.id)));
           base.seq = rows.seq;
         }
-        if (base.size > this.maxProviders) return this.tooLarge(base);
+        if (base.size > this.bound(base.flat)) return this.tooLarge(base);
         // Another request may have replaced the copy meanwhile: it will do when it is at least as fresh.
         const copy = this.copy;
         if (copy && copy.started === rows.started && copy.seq >= rows.seq) return use(this.seen(rows, copy));
       } else if (this.copy === base) this.copy = undefined;
     }
-    const rows = await this.run(FULL_TEXT, "ac_view_full", [traits, wanted.aggregates, this.maxProviders]);
-    if (rows.providerCount > this.maxProviders) return this.tooLarge(base);
+    const rows = await this.run(FULL_TEXT, "ac_view_full", [traits, wanted.aggregates, this.maxProviders, this.maxTreeProviders]);
+    if (rows.providerCount > this.bound(isFlat(rows.names))) return this.tooLarge(base);
     this.tooLargeAt = undefined;
     const sharingId = rows.names.traits.get(SHARING_TRAIT);
     const copy = new Copy(rows.seq, rows.started);
@@ -232,6 +251,11 @@ export class CloudView {
     const kept = other && other !== base && other.started === copy.started && other.seq >= copy.seq ? other : copy;
     this.copy = kept;
     return use(this.seen(rows, kept));
+  }
+
+  /** How many providers a copy of a cloud of this shape may hold. */
+  private bound(flat: boolean): number {
+    return flat ? this.maxProviders : this.maxTreeProviders;
   }
 
   private tooLarge(base: Copy | undefined): undefined {
@@ -287,8 +311,8 @@ const PROVIDER_COLUMNS = `rp.id, ${PROVIDER_TEXT},
       ARRAY(SELECT m.aggregate_id FROM resource_provider_aggregates m WHERE m.resource_provider_id = rp.id)`;
 
 /**
- * Every provider, unless there are more than $3 (then only the names and the
- * count). Each table is aggregated once and joined, not read by a subquery
+ * Every provider, unless there are more than $3 in a flat cloud or $4 in one
+ * with trees or sharing (then only the names, the shape and the count). Each table is aggregated once and joined, not read by a subquery
  * per provider: that plan cost enough for PostgreSQL to compile it (JIT),
  * which took longer than running it.
  */
@@ -305,7 +329,8 @@ const FULL_TEXT = `WITH names AS MATERIALIZED (
       LEFT JOIN (SELECT m.resource_provider_id AS id, string_agg(t.name, ' ' ORDER BY t.id) AS names, array_agg(m.trait_id) AS ids
                  FROM resource_provider_traits m JOIN traits t ON t.id = m.trait_id GROUP BY 1) tr ON tr.id = rp.id
       LEFT JOIN (SELECT m.resource_provider_id AS id, array_agg(m.aggregate_id) AS ids FROM resource_provider_aggregates m GROUP BY 1) ag ON ag.id = rp.id
-      WHERE NOT EXISTS (SELECT 1 FROM names WHERE k = 'm' AND id > $3::int)`;
+      WHERE NOT EXISTS (SELECT 1 FROM names WHERE k = 'm'
+                          AND id > CASE WHEN EXISTS (SELECT 1 FROM names WHERE k IN ('n', 's')) THEN $4::int ELSE $3::int END)`;
 
 /**
  * The providers changed after seq $3, with their rows now ('d' when gone).
@@ -400,14 +425,22 @@ function providerOf(row: ProviderRow, sharingId: number | undefined, previous: V
     uuid,
     parentId: parentId === 0 ? null : parentId,
     rootId: Number(root),
-    details: same ? kept : { uuid, inventories: capacities, traits },
-    inventories,
-    used,
-    traits: new Set(row.traitIds),
-    aggregates: new Set(row.aggregateIds),
+    details: same ? kept : { uuid, inventories: capacities.slice(), traits },
+    inventories: inventories.slice(),
+    used: used?.slice(),
+    traits: setOf(row.traitIds),
+    aggregates: setOf(row.aggregateIds),
     shares: sharingId !== undefined && row.traitIds.includes(sharingId),
   };
 }
+
+/**
+ * The copy keeps every provider for as long as the server runs, so it is kept
+ * small: arrays are copied to their exact length once built (an array grown
+ * by push keeps room for 16 elements) and every empty set is one set.
+ */
+const NONE: ReadonlySet<number> = new Set();
+const setOf = (ids: number[]): ReadonlySet<number> => (ids.length === 0 ? NONE : new Set(ids));
 
 function sameCapacities(a: ReadonlyArray<readonly [number, number]>, b: ReadonlyArray<readonly [number, number]>): boolean {
   return a.length === b.length && a.every(([c, n], i) => b[i][0] === c && b[i][1] === n);

@@ -68,6 +68,7 @@
  * throw the same 400 errors as the GET. Every read goes through `tx`, so the
  * candidates are those of the caller's snapshot.
  */
+import { setImmediate as turn } from "node:timers/promises";
 import type { Config } from "../../config.js";
 import type { Db, Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
@@ -94,6 +95,13 @@ export interface CandidatesSink {
   /** A whole flat answer (each candidate one provider taking every group's resources). */
   flat(answer: FlatAnswer): void;
   /**
+   * Resolves when the answer may go on (the general plan over the view waits
+   * on it between batches): after a turn of the event loop, and once the
+   * answer streams, when little enough of it waits to be sent. Without it, a
+   * turn of the event loop.
+   */
+  room?(): Promise<void>;
+  /**
    * Forget everything written so far, so the answer can be written again
    * from the start (a read that failed on a standby runs again on the
    * primary); false once some of it has left for the client.
@@ -116,7 +124,7 @@ export interface CandidatesServiceOptions {
    */
   forcePath?: CandidatesPath;
   /** Tests only: how old the view's copy may get before it is read whole again, and how many providers it may hold (cloud-view.ts). */
-  view?: Pick<CloudViewOptions, "fullReadEveryMs" | "maxProviders">;
+  view?: Pick<CloudViewOptions, "fullReadEveryMs" | "maxProviders" | "maxTreeProviders">;
 }
 
 /** One claimable candidate: what to allocate from which provider, and which providers serve each group. */
@@ -157,7 +165,8 @@ export class CandidatesService {
         return "flat-view";
       }
       if (taken?.trees) {
-        const result = await generalCandidates(viewTreeReads(taken.trees, taken.classNames), query, taken.names, opts);
+        const between = sink.room ? () => sink.room!() : () => turn();
+        const result = await generalCandidates(viewTreeReads(taken.trees, taken.classNames, between), query, taken.names, opts);
         this.emit(result, sink);
         return result ? "tree-view" : undefined;
       }

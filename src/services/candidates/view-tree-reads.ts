@@ -6,17 +6,18 @@
  * change. The differential test forces this path and the database's over the
  * same clouds and compares the bytes.
  *
- * Between batches it gives the event loop a turn, as a read of the database
- * does: the body written so far leaves, and other requests go on, while
- * the trees this request reads stay as they were (ViewTrees never changes).
+ * Between batches it waits on `between` (the sink's room): a turn of the
+ * event loop, as a read of the database gives, so the body written so far
+ * leaves and other requests go on, and once the body streams, until little
+ * enough of it waits to be sent; meanwhile the trees this request reads stay
+ * as they were (ViewTrees never changes).
  */
-import { setImmediate as turn } from "node:timers/promises";
 import type { ViewTree, ViewTrees } from "./cloud-trees.js";
 import { addTo, type TreeData } from "./sql.js";
 import type { Loaded, TreeReads } from "./tree-reads.js";
 
-/** Reads of `trees`, whose classes are named by `classNames` (the request's read of the view). */
-export function viewTreeReads(trees: ViewTrees, classNames: Map<number, string>): TreeReads {
+/** Reads of `trees`, whose classes are named by `classNames` (the request's read of the view); `between` is awaited before every batch but the first. */
+export function viewTreeReads(trees: ViewTrees, classNames: Map<number, string>, between: () => Promise<void>): TreeReads {
   const dataOf = (list: ViewTree[]): TreeData => {
     if (list.length === 1) return { ...list[0].data, classNames };
     const data: TreeData = { providers: [], inventories: [], traits: new Map(), classNames };
@@ -68,7 +69,7 @@ export function viewTreeReads(trees: ViewTrees, classNames: Map<number, string>)
     },
     trees: async (roots) => dataOf(treesOf(new Set(roots))),
     batch: async (afterId, count, _everyBatch, among, except): Promise<Loaded> => {
-      if (batches++ > 0) await turn();
+      if (batches++ > 0) await between();
       let roots: number[];
       if (among !== undefined) {
         const after = among.filter((r) => r > afterId);
