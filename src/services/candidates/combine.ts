@@ -218,15 +218,20 @@ function satisfiesSameSubtrees(picked: GroupOption[], rules: MergeRules): boolea
  * sum makes a new object).
  */
 export function consolidate(anchorRootId: number, picked: readonly GroupOption[]): Candidate {
-  const resources: ResourceRequest[] = [];
+  // Made at its full length: an array grown by push from empty takes room for 16, and there is one per candidate.
+  let most = 0;
+  for (const option of picked) most += option.resources.length;
+  const resources = new Array<ResourceRequest>(most);
+  let count = 0;
   for (const option of picked) {
     for (const rr of option.resources) {
       let i = 0;
-      while (i < resources.length && (resources[i].providerId !== rr.providerId || resources[i].resourceClassId !== rr.resourceClassId)) i++;
-      if (i === resources.length) resources.push(rr);
+      while (i < count && (resources[i].providerId !== rr.providerId || resources[i].resourceClassId !== rr.resourceClassId)) i++;
+      if (i === count) resources[count++] = rr;
       else resources[i] = { ...resources[i], amount: resources[i].amount + rr.amount };
     }
   }
+  if (count < most) resources.length = count;
   return { anchorRootId, resources, groups: picked.slice() };
 }
 

@@ -33,7 +33,7 @@ export interface NamesById {
 
 export interface ProviderSummary {
   provider: TreeProvider;
-  inventories: TreeInventory[];
+  inventories: readonly TreeInventory[];
   traits: string[];
 }
 
@@ -96,18 +96,27 @@ export async function generate(
   const cap = Math.min(...caps);
 
   const providers = new IdMap<TreeProvider>();
-  const byProvider = new IdMap<TreeInventory[]>();
+  const byProvider = new IdMap<readonly TreeInventory[]>();
   const traitNames = new IdMap<string[]>();
   const loadedRoots = new IdSet();
   const ingest = (data: TreeData) => {
+    // The view's providers come with their own lists of inventories (TreeProvider.inventories): kept as they are.
+    const grouped = data.providers.every((p) => p.inventories !== undefined);
     for (const p of data.providers) {
       providers.set(p.id, p);
       loadedRoots.add(p.rootId);
+      if (grouped) byProvider.set(p.id, p.inventories!);
     }
-    for (const inv of data.inventories) {
-      const list = byProvider.get(inv.providerId) ?? [];
-      list.push(inv);
-      byProvider.set(inv.providerId, list);
+    if (!grouped) {
+      const lists = new IdMap<TreeInventory[]>();
+      for (const inv of data.inventories) {
+        const list = lists.get(inv.providerId);
+        if (list) list.push(inv);
+        else {
+          lists.set(inv.providerId, [inv]);
+          byProvider.set(inv.providerId, lists.get(inv.providerId)!);
+        }
+      }
     }
     for (const [id, name] of data.classNames) rcNames.set(id, name);
     for (const [rp, names] of data.traits) traitNames.set(rp, names);
@@ -139,6 +148,12 @@ export async function generate(
   const sink = opts.randomize ? undefined : opts.onCandidate;
   const names: NamesById = { uuidOf: (id) => providers.get(id)!.uuid, resourceClassName: (id) => rcNames.get(id)! };
   const seen = new Set<string>();
+  // Loops, not every() with an arrow: an arrow made in take is a closure made for every candidate.
+  const allSharing = (c: Candidate): boolean => {
+    for (const r of c.resources) if (!source.isSharing(r.providerId)) return false;
+    for (const o of c.groups) for (const p of o.providers) if (!source.isSharing(p)) return false;
+    return true;
+  };
   const take = (c: Candidate): boolean => {
     if (excludeNested) {
       const roots = c.resources.map((r) => rootOfProvider(r.providerId));
@@ -147,7 +162,7 @@ export async function generate(
     // Only a candidate made of sharing providers alone can come from several anchors. (Placement
     // deduplicates each group's requests before merging, which keeps one arbitrary anchor for a
     // group served by a sharing provider alone and so loses candidates; we keep every anchor.)
-    if (c.resources.every((r) => source.isSharing(r.providerId)) && c.groups.every((o) => o.providers.every(source.isSharing))) {
+    if (allSharing(c)) {
       const key = candidateKey(c);
       if (seen.has(key)) return false;
       seen.add(key);
@@ -212,7 +227,7 @@ export async function generate(
   const summaries: ProviderSummary[] = [...providers.values()]
     .filter((p) => (excludeNested ? used.has(p.id) : usedRoots.has(p.rootId)))
     // Inventories in class id order, as every path shows them.
-    .map((p) => ({ provider: p, inventories: sortByKey(byProvider.get(p.id) ?? [], (inv) => inv.resourceClassId), traits: traitNames.get(p.id) ?? [] }));
+    .map((p) => ({ provider: p, inventories: inClassOrder(byProvider.get(p.id) ?? []), traits: traitNames.get(p.id) ?? [] }));
 
   return {
     candidates: out,
@@ -220,6 +235,12 @@ export async function generate(
     summaries,
     ...names,
   };
+}
+
+/** `list` when it is in class id order (the view's lists are), else a sorted copy. */
+function inClassOrder(list: readonly TreeInventory[]): readonly TreeInventory[] {
+  for (let i = 1; i < list.length; i++) if (list[i - 1].resourceClassId > list[i].resourceClassId) return sortByKey([...list], (inv) => inv.resourceClassId);
+  return list;
 }
 
 export function emptyResult(rcNames: Map<number, string>): CandidatesResult {

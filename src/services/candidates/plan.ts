@@ -92,8 +92,10 @@ export function groupFilters(g: RequestGroup, names: IdsByName, members: Pick<Me
   const required = g.traits.required.map((l) => l.map((t) => tIds.get(t)!));
   const forbidden = new Set([...g.traits.forbidden].map((t) => tIds.get(t)!));
   const traitExpr = { anyOf: required, forbidden: [...forbidden] };
-  const inAggs = (rp: number) => allows(aggsOf.get(rp), { anyOf: memberOf, forbidden: [] });
-  const badAggs = (rp: number) => !allows(aggsOf.get(rp), { anyOf: [], forbidden: forbiddenAggs });
+  const memberOfExpr = { anyOf: memberOf, forbidden: [] };
+  const forbiddenAggsExpr = { anyOf: [], forbidden: forbiddenAggs };
+  const inAggs = (rp: number) => allows(aggsOf.get(rp), memberOfExpr);
+  const badAggs = (rp: number) => !allows(aggsOf.get(rp), forbiddenAggsExpr);
   const unfiltered = memberOf.length === 0 && forbiddenAggs.length === 0 && required.length === 0 && forbidden.size === 0;
   return {
     memberOf,

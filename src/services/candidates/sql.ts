@@ -160,6 +160,8 @@ export interface TreeProvider {
   uuid: string;
   parentId: number | null;
   rootId: number;
+  /** The provider's own inventories in class id order, when the read keeps them so (the view does). */
+  inventories?: readonly TreeInventory[];
 }
 
 export interface TreeInventory {

@@ -24,8 +24,15 @@ export const isEmptyExpression = (e: MembershipExpression<unknown>): boolean => 
 
 /** Whether a provider with the members `has` meets the expression. */
 export function allows(has: ReadonlySet<number> | undefined, e: MembershipExpression): boolean {
+  // Loops, not every/some with arrows: the planner asks this for every provider of a batch, and each
+  // arrow closing over `has` was an allocation per call.
   for (const f of e.forbidden) if (has?.has(f)) return false;
-  return e.anyOf.every((list) => list.some((m) => has?.has(m) === true));
+  for (const list of e.anyOf) {
+    let found = false;
+    for (const m of list) if (has?.has(m)) found = true;
+    if (!found) return false;
+  }
+  return true;
 }
 
 /**
