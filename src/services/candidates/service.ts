@@ -45,15 +45,21 @@
  *   short on this disk next to that CPU. The client's reading of each answer
  *   takes CPU from the same two cores (bench/claims.ts parses only what its
  *   pick reads).
- * - A huge nested answer (tens of thousands of candidates): the depth-first
- *   search of combine.ts and writing each candidate (routes/candidates-body.ts)
- *   dominate, then garbage collection (planning each batch, combining and the
- *   unsuffixed group's options allocate the most); the body leaves while the
- *   search goes on, which bounds the peak memory. Read from the database,
- *   the trees kept the engine waiting: before the first batch for the
- *   lookups and the first load, then for each load, which took PostgreSQL
- *   longer than the engine took to combine the batch before; from the copy
- *   nothing waits.
+ * - A large nested answer (thousands of candidates) from the copy's trees:
+ *   writing the candidates (routes/candidate-writer.ts) is the largest part,
+ *   about a quarter of the server's CPU, then the kernel's send of the body,
+ *   planning each batch (plan.ts), combining (combine.ts) and garbage
+ *   collection (planning, each option and each candidate allocate); the body
+ *   leaves while the search goes on, which bounds the peak memory. Read from
+ *   the database, the trees kept the engine waiting: before the first batch
+ *   for the lookups and the first load, then for each load, which took
+ *   PostgreSQL longer than the engine took to combine the batch before; from
+ *   the copy nothing waits.
+ * - A cloud too large to copy (tens of thousands of providers in trees) is
+ *   read from the database batch by batch, and its huge answers keep both
+ *   cores busy: the engine and the body on one, PostgreSQL's loads (each
+ *   longer than the engine's work on the batch before), the collector's
+ *   helpers and the client reading the body on the other.
  *
  * For POST /claims (issue 13), with the caller's own transaction:
  *   candidatesInPreferenceOrder(tx: Queryable, query: CandidatesQuery,
