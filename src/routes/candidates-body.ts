@@ -8,8 +8,8 @@
  * chunks. From the flat answer (cloud view), the whole body at once
  * (flat-candidates-body.ts).
  */
-import { BodyBuffers } from "../http/body-buffers.js";
 import { setImmediate as turn } from "node:timers/promises";
+import { BodyBuffers } from "../http/body-buffers.js";
 import { ascii, BodyWriter, type LiveBody } from "../http/body-writer.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
 import type { Candidate } from "../services/candidates/combine.js";

@@ -1,7 +1,8 @@
 /**
  * The general plan: any cloud (trees, sharing providers), any request. Over
  * batches of root providers in id order, each batch fetches its trees whole
- * (sql.ts loadTrees: providers, inventories with usage, traits), then plans
+ * (providers, inventories with usage, traits; from the database or the
+ * cloud view's copy, tree-reads.ts), then plans
  * on what it fetched with plan.ts's pure functions (capacity, filters, the
  * ways each anchor tree can satisfy each group). What every batch shares
  * (who has the named traits and aggregates, who shares, where the sharing
