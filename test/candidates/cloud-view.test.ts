@@ -185,8 +185,7 @@ describe("the flat view on a cloud of its own", () => {
       expect(nested.allocation_requests).toHaveLength(2);
       expect(nested.provider_summaries[child.uuid]).toMatchObject({ parent_provider_uuid: root.uuid, root_provider_uuid: root.uuid });
 
-      await own.t.sql(`DELETE FROM inventories WHERE resource_provider_id = $1`, [child.id]);
-      await own.t.sql(`DELETE FROM resource_providers WHERE id = $1`, [child.id]);
+      await own.d.remove(child);
       expect(Object.keys((await get()).provider_summaries)).toEqual([root.uuid]);
       await own.t.sql(`UPDATE inventories SET total = 7 WHERE resource_provider_id = $1`, [root.id]);
       expect((await get()).provider_summaries[root.uuid].resources[CPU].capacity).toBe(7);
@@ -214,8 +213,7 @@ describe("the view's bounds", () => {
       expect(answer.text).toBe(engine.text);
       // Forced onto the view, which declines the cloud: the test-only forcing fails the request.
       expect((await viewOnly("GET", query)).status).toBe(500);
-      await own.t.sql(`DELETE FROM inventories WHERE resource_provider_id = $1`, [made[2].id]);
-      await own.t.sql(`DELETE FROM resource_providers WHERE id = $1`, [made[2].id]);
+      await own.d.remove(made[2]);
       const small = await viewOnly("GET", query);
       expect(small.status).toBe(200);
       expect(Object.keys(small.body.provider_summaries).sort()).toEqual(made.slice(0, 2).map((p) => p.uuid).sort());
@@ -239,8 +237,7 @@ describe("the view's bounds", () => {
       expect((await bounded("GET", query)).text).toBe(engine.text);
       // Three providers in a tree: over the tree bound, though under the flat one.
       expect((await treesOnly("GET", query)).status).toBe(500);
-      await own.t.sql(`DELETE FROM inventories WHERE resource_provider_id = $1`, [child.id]);
-      await own.t.sql(`DELETE FROM resource_providers WHERE id = $1`, [child.id]);
+      await own.d.remove(child);
       const small = await treesOnly("GET", query);
       expect(small.status).toBe(200);
       expect(small.body.allocation_requests).toHaveLength(2);

@@ -78,6 +78,14 @@ export class Data {
     );
   }
 
+  /** Deletes `p` and everything that names it (its allocations, inventories, traits, aggregates). */
+  async remove(p: Pick<Provider, "id">): Promise<void> {
+    for (const table of ["allocations", "inventories", "resource_provider_traits", "resource_provider_aggregates"]) {
+      await this.t.sql(`DELETE FROM ${table} WHERE resource_provider_id = $1`, [p.id]);
+    }
+    await this.t.sql(`DELETE FROM resource_providers WHERE id = $1`, [p.id]);
+  }
+
   /** Allocates `used` of `rc` from `p` to a new consumer. */
   async allocate(p: Provider, rc: string, used: number): Promise<void> {
     const ext = randomUUID();

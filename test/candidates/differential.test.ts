@@ -100,14 +100,19 @@ async function change(t: Harness, d: Data, cloud: Cloud, rng: Rng): Promise<void
   if (r < 0.3 && inv) await d.allocate(p, inv.rc, rng.int(1, 2));
   else if (r < 0.4 && inv) await t.sql(`UPDATE inventories SET total = GREATEST(reserved, $2) WHERE resource_provider_id = $1`, [p.id, rng.int(1, 8)]);
   else if (r < 0.5) await t.sql(`DELETE FROM resource_provider_traits WHERE resource_provider_id = $1`, [p.id]);
-  else if (r < 0.6) await d.trait(p, rng.pick(cloud.traits)).catch(() => undefined); // already there: nothing changes
-  else if (r < 0.7) {
+  else if (r < 0.6) {
+    await t.sql(
+      `INSERT INTO resource_provider_traits (resource_provider_id, trait_id) SELECT $1, id FROM traits WHERE name = $2 ON CONFLICT DO NOTHING`,
+      [p.id, rng.pick(cloud.traits)],
+    );
+  } else if (r < 0.7) {
+    // In the aggregate: out of it; else into it.
     const agg = rng.pick(cloud.aggregates);
-    const [{ n }] = await t.sql<{ n: number }>(
-      `DELETE FROM resource_provider_aggregates WHERE resource_provider_id = $1 AND aggregate_id = (SELECT id FROM aggregates WHERE uuid = $2) RETURNING 1 AS n`,
+    const removed = await t.sql(
+      `DELETE FROM resource_provider_aggregates WHERE resource_provider_id = $1 AND aggregate_id = (SELECT id FROM aggregates WHERE uuid = $2) RETURNING 1`,
       [p.id, agg],
-    ).then((rows) => (rows.length > 0 ? rows : [{ n: 0 }]));
-    if (n === 0) await d.aggregate(p, agg);
+    );
+    if (removed.length === 0) await d.aggregate(p, agg);
   } else if (r < 0.8) {
     const child = await d.provider({ parent: p, inventory: { [rng.pick(cloud.classes)]: { total: rng.int(1, 8) } } });
     cloud.providers.push(child);
@@ -119,10 +124,7 @@ async function change(t: Harness, d: Data, cloud: Cloud, rng: Rng): Promise<void
     cloud.parents.set(p.id, parent);
     p.rootId = parent.rootId;
   } else if (cloud.parents.has(p.id) && isLeaf) {
-    for (const table of ["allocations", "inventories", "resource_provider_traits", "resource_provider_aggregates"]) {
-      await t.sql(`DELETE FROM ${table} WHERE resource_provider_id = $1`, [p.id]);
-    }
-    await t.sql(`DELETE FROM resource_providers WHERE id = $1`, [p.id]);
+    await d.remove(p);
     cloud.providers.splice(cloud.providers.indexOf(p), 1);
     cloud.parents.delete(p.id);
   }

@@ -103,8 +103,7 @@ describe("flat deployments", () => {
       for (let i = 0; i < 4; i++) made.push(await own.d.provider({ inventory: { [CPU]: 2 } }));
       expect(await ask(`resources=${CPU}:1&limit=6`)).toEqual(made.slice(0, 6).map((p) => p.uuid));
       expect(await ask(`resources=${CPU}:1&limit=8`)).toEqual(made.slice(0, 8).map((p) => p.uuid));
-      await own.t.sql(`DELETE FROM inventories WHERE resource_provider_id = $1`, [made[1].id]);
-      await own.t.sql(`DELETE FROM resource_providers WHERE id = $1`, [made[1].id]);
+      await own.d.remove(made[1]);
       const left = made.filter((_, i) => i !== 1).map((p) => p.uuid);
       expect(await ask(`resources=${CPU}:1&limit=8`)).toEqual(left.slice(0, 8));
       await everyPath(own.t)(`resources=${CPU}:1&limit=7`);

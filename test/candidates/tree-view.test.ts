@@ -149,5 +149,9 @@ describe("the tree view", () => {
     expect(writes).toBeGreaterThan(0);
     // The answers saw the copy move on, or the check above proved nothing.
     expect(seen.size).toBeGreaterThan(2);
+    // And the tables hold every write on both trees, each once.
+    const usage = await t.sql<{ used: number }>(`SELECT used FROM inventories WHERE resource_provider_id = ANY($1::int[]) ORDER BY resource_provider_id`, [[first.id, last.id]]);
+    expect(usage.map((u) => u.used)).toEqual([writes, writes]);
+    for (const used of seen) expect(used).toBeLessThanOrEqual(writes);
   });
 });

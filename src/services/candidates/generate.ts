@@ -96,27 +96,12 @@ export async function generate(
   const cap = Math.min(...caps);
 
   const providers = new IdMap<TreeProvider>();
-  const byProvider = new IdMap<readonly TreeInventory[]>();
   const traitNames = new IdMap<string[]>();
   const loadedRoots = new IdSet();
   const ingest = (data: TreeData) => {
-    // The view's providers come with their own lists of inventories (TreeProvider.inventories): kept as they are.
-    const grouped = data.providers.every((p) => p.inventories !== undefined);
     for (const p of data.providers) {
       providers.set(p.id, p);
       loadedRoots.add(p.rootId);
-      if (grouped) byProvider.set(p.id, p.inventories!);
-    }
-    if (!grouped) {
-      const lists = new IdMap<TreeInventory[]>();
-      for (const inv of data.inventories) {
-        const list = lists.get(inv.providerId);
-        if (list) list.push(inv);
-        else {
-          lists.set(inv.providerId, [inv]);
-          byProvider.set(inv.providerId, lists.get(inv.providerId)!);
-        }
-      }
     }
     for (const [id, name] of data.classNames) rcNames.set(id, name);
     for (const [rp, names] of data.traits) traitNames.set(rp, names);
@@ -134,7 +119,7 @@ export async function generate(
     parentOf: (id: number) => providers.get(id)?.parentId ?? null,
     // A provider has a handful of inventories: a scan beats a keyed Map (and a loop, unlike find, makes no closure).
     capacityOf: (id: number, rc: number) => {
-      const inventories = byProvider.get(id);
+      const inventories = providers.get(id)?.inventories;
       if (inventories) for (const inv of inventories) if (inv.resourceClassId === rc) return inv;
       return undefined;
     },
@@ -227,7 +212,7 @@ export async function generate(
   const summaries: ProviderSummary[] = [...providers.values()]
     .filter((p) => (excludeNested ? used.has(p.id) : usedRoots.has(p.rootId)))
     // Inventories in class id order, as every path shows them.
-    .map((p) => ({ provider: p, inventories: inClassOrder(byProvider.get(p.id) ?? []), traits: traitNames.get(p.id) ?? [] }));
+    .map((p) => ({ provider: p, inventories: inClassOrder(p.inventories), traits: traitNames.get(p.id) ?? [] }));
 
   return {
     candidates: out,

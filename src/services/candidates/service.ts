@@ -84,7 +84,7 @@ import type { ViewTrees } from "./cloud-trees.js";
 import type { Candidate } from "./combine.js";
 import { findCandidates, generalCandidates, type EngineOptions, type EnginePath } from "./engine.js";
 import { flatAnswer, flatAnswerTakes, type FlatAnswer } from "./flat-answer.js";
-import type { CandidatesResult, NamesById } from "./generate.js";
+import { emptyResult, type CandidatesResult, type NamesById } from "./generate.js";
 import type { IdsByName } from "./sql.js";
 import { groupTraits, namesKnown } from "./unknown-names.js";
 import { viewTreeReads } from "./view-tree-reads.js";
@@ -217,7 +217,7 @@ export class CandidatesService {
   /** The engine's result into `sink` (none: an empty answer). */
   private emit(result: CandidatesResult | undefined, sink: CandidatesSink): void {
     if (!result) {
-      sink.end(NO_CANDIDATES);
+      sink.end(emptyResult(new Map()));
       return;
     }
     // With randomize the engine shuffles and returns the list instead of calling onCandidate.
@@ -225,8 +225,6 @@ export class CandidatesService {
     sink.end(result);
   }
 }
-
-const NO_CANDIDATES: CandidatesResult = { candidates: [], count: 0, summaries: [], uuidOf: () => "", resourceClassName: () => "" };
 
 /** The trait and aggregate names the view looks up for `query` (as the engine's lookup, sql.ts lookupNames). */
 function viewNames(query: CandidatesQuery): ViewNames {
@@ -251,10 +249,10 @@ type FromView =
  */
 function fromView(read: ViewRead, query: CandidatesQuery, forced: CandidatesPath | undefined, flatOpts: { limit: number | undefined; randomize: boolean }): FromView | undefined {
   if (!namesKnown(query, read.names)) return { unknownName: true };
-  if (forced === "flat-view" || (forced === undefined && read.flat && flatAnswerTakes(query))) {
+  // A flat cloud is the flat pass's (but when a test forces the trees onto it).
+  if (forced === "flat-view" || (forced === undefined && read.flat)) {
     return read.flat && flatAnswerTakes(query) ? { flat: flatAnswer(read, query, flatOpts) } : undefined;
   }
-  if (forced === undefined && read.flat) return undefined;
   const names = { ...read.names, treeRoots: new Map<string, number>() };
   for (const g of query.groups) {
     const root = g.inTree ? read.byUuid.get(g.inTree)?.rootId : undefined;

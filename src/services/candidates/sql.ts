@@ -160,8 +160,8 @@ export interface TreeProvider {
   uuid: string;
   parentId: number | null;
   rootId: number;
-  /** The provider's own inventories in class id order, when the read keeps them so (the view does). */
-  inventories?: readonly TreeInventory[];
+  /** The provider's own inventories (in class id order from the view, in any order from the database). */
+  inventories: readonly TreeInventory[];
 }
 
 export interface TreeInventory {
@@ -302,13 +302,19 @@ const TREE_TEXTS = sql`
    FROM p JOIN resource_provider_traits rpt ON rpt.resource_provider_id = p.id JOIN traits t ON t.id = rpt.trait_id) AS t,
   (SELECT string_agg(id || ' ' || name, ' ') FROM resource_classes) AS c`;
 
+const NO_INVENTORIES: readonly TreeInventory[] = [];
+
 export function readTrees(found: TreeTexts | undefined): TreeData {
   const data: TreeData = { providers: [], inventories: [], traits: new Map(), classNames: new Map() };
+  // Each provider with the list of its own inventories, made at its first (one empty list for those without).
+  const byId = new Map<number, { inventories: readonly TreeInventory[] }>();
   const p = new Words(found?.p);
   while (p.more()) {
     const id = p.int();
     const parent = p.int();
-    data.providers.push({ id, parentId: parent === 0 ? null : parent, rootId: p.int(), uuid: p.word() });
+    const provider = { id, parentId: parent === 0 ? null : parent, rootId: p.int(), uuid: p.word(), inventories: NO_INVENTORIES };
+    data.providers.push(provider);
+    byId.set(id, provider);
   }
   for (const c = new Words(found?.c); c.more(); ) data.classNames.set(c.int(), c.word());
   for (const i = new Words(found?.i); i.more(); ) {
@@ -316,7 +322,7 @@ export function readTrees(found: TreeTexts | undefined): TreeData {
     const resourceClassId = i.int();
     const total = i.int();
     const reserved = i.int();
-    data.inventories.push({
+    const inv = {
       providerId,
       resourceClassId,
       // float8 text is exact.
@@ -325,7 +331,10 @@ export function readTrees(found: TreeTexts | undefined): TreeData {
       minUnit: i.int(),
       maxUnit: i.int(),
       stepSize: i.int(),
-    });
+    };
+    data.inventories.push(inv);
+    const provider = byId.get(providerId);
+    if (provider) provider.inventories = provider.inventories === NO_INVENTORIES ? [inv] : [...provider.inventories, inv];
   }
   for (const t = new Words(found?.t); t.more(); ) {
     const rp = t.int();
