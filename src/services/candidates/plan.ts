@@ -1,6 +1,6 @@
 /**
  * The general plan's planning, as pure functions over what was fetched
- * before (general-source.ts fetches, this plans): per batch of anchor trees,
+ * before (general-source.ts fetches through tree-reads.ts, this plans): per batch of anchor trees,
  * which providers can take each requested amount (rules/capacity.ts), which
  * meet each group's trait and aggregate filters (rules/memberships.ts) and
  * tree filters (rules/trees.ts), and from those per group the ways each

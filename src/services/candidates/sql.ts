@@ -8,7 +8,7 @@
  * all for summaries and combining anyway); without a limit, every root at
  * once (rootIdsAfter) and, per batch, its run of roots' trees
  * (loadTreeRangeTexts), asked for ahead and sent one after another
- * (general-source.ts). On a flat cloud flat-source.ts
+ * (tree-reads.ts). On a flat cloud flat-source.ts
  * replaces the batches with a single filter (conditions.ts).
  *
  * Plans on PostgreSQL 15 with the migration's indexes:
