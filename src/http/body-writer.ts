@@ -99,18 +99,18 @@ export class BodyWriter {
   }
 
   /**
-   * Bytes this writer wrote before, at [start, end) of `chunk` (see the chunk
-   * getter), written again. Within the chunk being written it is one native
-   * move; no view of them is made (making one per kept piece cost more than
-   * copying it).
+   * The bytes at [start, end) of `source` (a piece kept in a buffer of its
+   * own pieces, or bytes this writer wrote before, see the chunk getter),
+   * written again. Within the chunk being written it is one native move; no
+   * view of them is made (making one per piece cost more than copying it).
    */
-  repeat(chunk: Buffer<ArrayBuffer>, start: number, end: number): this {
+  range(source: Buffer<ArrayBuffer>, start: number, end: number): this {
     const n = end - start;
     const current = this.current;
     const used = this.used;
-    if (used + n > current.length) return this.bytes(chunk.subarray(start, end));
-    if (chunk === current) current.copyWithin(used, start, end);
-    else for (let i = 0; i < n; i++) current[used + i] = chunk[start + i];
+    if (used + n > current.length) return this.bytes(source.subarray(start, end));
+    if (source === current) current.copyWithin(used, start, end);
+    else for (let i = 0; i < n; i++) current[used + i] = source[start + i];
     this.used = used + n;
     return this;
   }
@@ -138,7 +138,7 @@ export class BodyWriter {
   /**
    * The chunk being written and the offset of the next byte in it: a caller
    * that writes a piece it will repeat notes both before and after, and if
-   * the chunk did not change, writes it again with repeat (bytes already
+   * the chunk did not change, writes it again with range (bytes already
    * written, not a buffer of their own).
    */
   get chunk(): Buffer<ArrayBuffer> {

@@ -22,30 +22,65 @@ import type { NamesById } from "../services/candidates/generate.js";
 import { IdMap } from "../services/candidates/id-map.js";
 import { ARRAY_CLOSE, COMMA, type ResponseShape } from "./candidates-shape.js";
 
-/** A provider's uuid as the pieces of the body that spell it. */
-export interface EncodedUuid {
-  /** The uuid, a string of its own (see ProviderPieces). */
-  uuid: string;
-  /** As a JSON string. */
-  quoted: Buffer;
-  /** `"UUID":{"resources":{` (an allocation's and a summary's opening), made on first use. */
-  resourcesOpen?: Buffer;
-  /** `,"root_provider_uuid":"UUID"}` (the end of a summary in this tree), made on first use. */
-  asRoot?: Buffer;
-}
-
-/** `"UUID":{"resources":{`, kept with the uuid. */
-export const resourcesOpenOf = (encoded: EncodedUuid): Buffer => (encoded.resourcesOpen ??= Buffer.concat([encoded.quoted, RESOURCES_OPEN]));
-
-/** The encoded uuid of a provider of the answer being written. */
-export type UuidPieces = (names: NamesById, id: number) => EncodedUuid;
+const RESOURCES_OPEN = ascii(':{"resources":{');
 
 /**
- * Past this many providers, ProviderPieces starts again empty (deleted
- * providers' entries go too). A kept provider costs about a kilobyte of
- * resident memory, a third of it heap (its buffers are small objects each):
- * this bounds the cache near 64 MB, and still holds every provider of an
- * answer over 10,000 nested trees.
+ * The encoded uuids of providers, one slot per provider in one buffer: the
+ * uuid as a JSON string, then `:{"resources":{` (with it, an allocation's
+ * and a summary's opening). One buffer, not two small ones per provider:
+ * over 10,000 nested trees an answer names 40,000 providers, and their
+ * pieces as buffers of their own were a hundred thousand objects that the
+ * collector marked at every full collection. An arena only grows (its
+ * `buffer` is replaced by a larger copy, so slots stay where they are); an
+ * answer keeps the arena it started with.
+ */
+export class UuidArena {
+  buffer: Buffer<ArrayBuffer> = Buffer.allocUnsafeSlow(64 * 1024);
+  private used = 0;
+  private readonly slotOf = new IdMap<number>();
+  /** Per slot: where its quoted uuid starts and ends (`:{"resources":{` follows). */
+  readonly starts: number[] = [];
+  readonly ends: number[] = [];
+  /** The uuid in each slot, for the check in `of` (one string per slot, made from the slot's bytes). */
+  private readonly uuids: string[] = [];
+
+  /** Providers with a slot. */
+  get size(): number {
+    return this.uuids.length;
+  }
+
+  /** The slot holding `uuid` for provider `id` (a new slot when the id's slot spells another uuid). */
+  of(id: number, uuid: string): number {
+    const kept = this.slotOf.get(id);
+    if (kept !== undefined && this.uuids[kept] === uuid) return kept;
+    const quoted = JSON.stringify(uuid);
+    const at = this.used;
+    const end = at + quoted.length;
+    if (end + RESOURCES_OPEN.length > this.buffer.length) {
+      const larger = Buffer.allocUnsafeSlow(Math.max(this.buffer.length * 2, end + RESOURCES_OPEN.length));
+      this.buffer.copy(larger, 0, 0, at);
+      this.buffer = larger;
+    }
+    this.buffer.write(quoted, at, "latin1");
+    RESOURCES_OPEN.copy(this.buffer, end);
+    this.used = end + RESOURCES_OPEN.length;
+    const slot = this.uuids.length;
+    this.starts.push(at);
+    this.ends.push(end);
+    this.uuids.push(this.buffer.toString("latin1", at + 1, end - 1));
+    this.slotOf.set(id, slot);
+    return slot;
+  }
+}
+
+/** The encoded uuid of a provider of the answer being written: its slot in the answer's arena. */
+export type UuidPieces = (names: NamesById, id: number) => number;
+
+/**
+ * Past this many providers, the next answer starts a new arena (deleted
+ * providers' slots go too): a slot is some 50 bytes of buffer, a uuid string
+ * and two numbers, so this bounds an arena near 10 MB and still holds every
+ * provider of an answer over 10,000 nested trees.
  */
 const MAX_KEPT_PROVIDERS = 65_536;
 
@@ -54,32 +89,27 @@ const MAX_KEPT_PROVIDERS = 65_536;
  * encoding afresh, for every answer, the uuids of the three thousand
  * providers a large nested answer names was a third of the time spent
  * writing its candidates in CPU profiles. Provider ids are never reused, yet
- * a kept piece is checked against the answer's own uuid for the id, so it
- * can never spell another provider's. The uuid kept for that check is made
- * from the encoded bytes: the answer's uuid is a slice of the text a whole
- * batch of trees was read from, which it would keep alive.
+ * a kept slot is checked against the answer's own uuid for the id, so it can
+ * never spell another provider's.
  */
 export class ProviderPieces {
-  private byId = new IdMap<EncodedUuid>();
-  private kept = 0;
+  private current = new UuidArena();
 
-  of(id: number, uuid: string): EncodedUuid {
-    const kept = this.byId.get(id);
-    if (kept !== undefined && kept.uuid === uuid) return kept;
-    if (kept === undefined && ++this.kept > MAX_KEPT_PROVIDERS) {
-      this.byId = new IdMap();
-      this.kept = 1;
-    }
-    const quoted = ascii(JSON.stringify(uuid));
-    const made: EncodedUuid = { uuid: quoted.toString("latin1", 1, quoted.length - 1), quoted };
-    this.byId.set(id, made);
-    return made;
+  /** The arena an answer writes its uuids from, to its end. */
+  arena(): UuidArena {
+    if (this.current.size > MAX_KEPT_PROVIDERS) this.current = new UuidArena();
+    return this.current;
   }
 }
 
+/** Writes the provider's quoted uuid, from its slot. */
+export const writeQuoted = (w: BodyWriter, arena: UuidArena, slot: number): BodyWriter => w.range(arena.buffer, arena.starts[slot], arena.ends[slot]);
+/** Writes `"UUID":{"resources":{`, from its slot. */
+export const writeResourcesOpen = (w: BodyWriter, arena: UuidArena, slot: number): BodyWriter =>
+  w.range(arena.buffer, arena.starts[slot], arena.ends[slot] + RESOURCES_OPEN.length);
+
 const ALLOCATIONS_DICT = ascii('{"allocations":{');
 const ALLOCATIONS_LIST = ascii('{"allocations":[');
-const RESOURCES_OPEN = ascii(':{"resources":{');
 const LIST_PROVIDER_OPEN = ascii('{"resource_provider":{"uuid":');
 const LIST_RESOURCES_OPEN = ascii('},"resources":{');
 const ALLOCATIONS_CLOSE_MAPPINGS_OPEN = ascii('},"mappings":{');
@@ -87,7 +117,7 @@ const CLOSE_TWO = ascii("}}");
 const LIST_CLOSE = ascii("]}");
 const ARRAY_OPEN = ascii(":[");
 
-export function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: UuidPieces): (cand: Candidate, names: NamesById) => void {
+export function candidateWriter(w: BodyWriter, shape: ResponseShape, arena: UuidArena, uuid: UuidPieces): (cand: Candidate, names: NamesById) => void {
   // `"NAME":amount` per class and amount (amounts repeat across candidates; String() of each made garbage).
   const classAmount = new Map<number, Map<number, Buffer>>();
   const suffixKey = new Map<string, Buffer>();
@@ -111,9 +141,9 @@ export function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: UuidP
     for (let i = 0; i < count; i++) {
       const p = providers[i];
       if (i > 0) out.bytes(COMMA);
-      const encoded = uuid(names, p);
-      if (shape.dictForm) out.bytes(resourcesOpenOf(encoded));
-      else out.bytes(LIST_PROVIDER_OPEN).bytes(encoded.quoted).bytes(LIST_RESOURCES_OPEN);
+      const slot = uuid(names, p);
+      if (shape.dictForm) writeResourcesOpen(out, arena, slot);
+      else writeQuoted(out.bytes(LIST_PROVIDER_OPEN), arena, slot).bytes(LIST_RESOURCES_OPEN);
       let first = true;
       for (const rr of resources) {
         if (rr.providerId !== p) continue;
@@ -135,7 +165,7 @@ export function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: UuidP
     out.bytes(key);
     for (let i = 0; i < option.providers.length; i++) {
       if (i > 0) out.bytes(COMMA);
-      out.bytes(uuid(names, option.providers[i]).quoted);
+      writeQuoted(out, arena, uuid(names, option.providers[i]));
     }
     out.bytes(ARRAY_CLOSE);
   };
@@ -150,7 +180,7 @@ export function candidateWriter(w: BodyWriter, shape: ResponseShape, uuid: UuidP
     const kept = mapping ? pieces.mappings : pieces.allocations;
     const seen = i < 0 ? undefined : kept.chunks[i];
     if (seen !== undefined) {
-      w.repeat(seen, kept.starts[i], kept.ends[i]);
+      w.range(seen, kept.starts[i], kept.ends[i]);
       return;
     }
     const chunk = w.chunk;

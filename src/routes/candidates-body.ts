@@ -19,7 +19,7 @@ import type { FlatAnswer } from "../services/candidates/flat-answer.js";
 import type { NamesById } from "../services/candidates/generate.js";
 import type { CandidatesSink } from "../services/candidates/service.js";
 import { ARRAY_CLOSE, BODY_CLOSE, CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN, type ResponseShape } from "./candidates-shape.js";
-import { candidateWriter, ProviderPieces, resourcesOpenOf, type EncodedUuid, type UuidPieces } from "./candidate-writer.js";
+import { candidateWriter, ProviderPieces, writeQuoted, writeResourcesOpen, type UuidArena, type UuidPieces } from "./candidate-writer.js";
 import { FlatBodyPieces, renderFlatBody } from "./flat-candidates-body.js";
 
 /** What the bodies of all answers share (one per app): the encoded pieces of providers, and the buffers bodies are written in. */
@@ -35,7 +35,9 @@ export class CandidatesBody implements CandidatesSink {
   /** The flat answer, whole, and the writer of it. */
   private whole?: Buffer<ArrayBuffer>;
   private flatWriter?: BodyWriter;
-  private readonly encoded = new IdMap<EncodedUuid>();
+  /** Each provider's slot in `arena` once looked up for this answer. */
+  private readonly encoded = new IdMap<number>();
+  private readonly arena: UuidArena;
   private writeOne?: (cand: Candidate, names: NamesById) => void;
   private count = 0;
   private large?: () => void;
@@ -47,7 +49,9 @@ export class CandidatesBody implements CandidatesSink {
     private readonly shape: ResponseShape,
     private readonly query: CandidatesQuery,
     private readonly pieces: BodyPieces,
-  ) {}
+  ) {
+    this.arena = pieces.providers.arena();
+  }
 
   /** Allocation requests written so far. */
   get written(): number {
@@ -57,11 +61,11 @@ export class CandidatesBody implements CandidatesSink {
   /** Writes one allocation request (a field, so the engine can take it as its callback). */
   readonly candidate = (cand: Candidate, names: NamesById): void => {
     if (this.count++ > 0) this.w.bytes(COMMA);
-    (this.writeOne ??= candidateWriter(this.w, this.shape, this.uuid))(cand, names);
+    (this.writeOne ??= candidateWriter(this.w, this.shape, this.arena, this.uuid))(cand, names);
   };
 
   end(result: CandidatesResult): void {
-    writeSummaries(this.w.bytes(SUMMARIES_OPEN), this.shape, this.query, result, this.uuid);
+    writeSummaries(this.w.bytes(SUMMARIES_OPEN), this.shape, this.query, result, this.arena, this.uuid);
     this.w.bytes(BODY_CLOSE);
   }
 
@@ -138,11 +142,11 @@ export class CandidatesBody implements CandidatesSink {
     return this.writer;
   }
 
-  /** Each provider's encoded uuid once looked up for this answer (checking a kept one costs a pass over the uuid). */
-  private readonly uuid = (names: NamesById, id: number): EncodedUuid => {
-    let encoded = this.encoded.get(id);
-    if (encoded === undefined) this.encoded.set(id, (encoded = this.pieces.providers.of(id, names.uuidOf(id))));
-    return encoded;
+  /** Each provider's slot in the arena, once looked up for this answer (checking a kept one costs a pass over the uuid). */
+  private readonly uuid = (names: NamesById, id: number): number => {
+    let slot = this.encoded.get(id);
+    if (slot === undefined) this.encoded.set(id, (slot = this.arena.of(id, names.uuidOf(id))));
+    return slot;
   };
 }
 
@@ -155,11 +159,11 @@ const NULL = ascii("null");
 
 /**
  * The provider summaries of every provider the candidates use, as bytes like
- * the requests: uuids (with the punctuation around them: a summary's opening,
- * its root's uuid and its closing brace), class keys and trait names are
- * encoded once, and constant punctuation is one piece where it meets.
+ * the requests: uuids (from the arena, a summary's opening with its uuid),
+ * class keys and trait names are encoded once, and constant punctuation is
+ * one piece where it meets.
  */
-function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQuery, r: CandidatesResult, uuid: UuidPieces): void {
+function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQuery, r: CandidatesResult, arena: UuidArena, uuid: UuidPieces): void {
   const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
   const quotedName = new Map<string, Buffer>();
   const name = (text: string) => {
@@ -172,7 +176,7 @@ function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQu
   for (let k = 0; k < r.summaries.length; k++) {
     const { provider, inventories, traits } = r.summaries[k];
     if (k > 0) w.bytes(COMMA);
-    w.bytes(resourcesOpenOf(uuid(r, provider.id)));
+    writeResourcesOpen(w, arena, uuid(r, provider.id));
     let first = true;
     for (const inv of inventories) {
       const className = r.resourceClassName(inv.resourceClassId);
@@ -199,9 +203,10 @@ function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQu
       w.bytes(shape.traits ? ARRAY_CLOSE : CLOSE).bytes(CLOSE);
       continue;
     }
-    w.bytes(shape.traits ? TRAITS_CLOSE_PARENT : RESOURCES_CLOSE_PARENT).bytes(provider.parentId === null ? NULL : uuid(r, provider.parentId).quoted);
-    const root = uuid(r, provider.rootId);
-    w.bytes((root.asRoot ??= Buffer.concat([ROOT, root.quoted, CLOSE])));
+    w.bytes(shape.traits ? TRAITS_CLOSE_PARENT : RESOURCES_CLOSE_PARENT);
+    if (provider.parentId === null) w.bytes(NULL);
+    else writeQuoted(w, arena, uuid(r, provider.parentId));
+    writeQuoted(w.bytes(ROOT), arena, uuid(r, provider.rootId)).bytes(CLOSE);
   }
 }
 

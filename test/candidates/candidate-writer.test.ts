@@ -123,12 +123,34 @@ describe("the candidates body's allocation requests", () => {
 describe("ProviderPieces", () => {
   it("keeps a provider's encoded uuid across answers, but never spells another uuid for its id", () => {
     const pieces = new ProviderPieces();
-    const first = pieces.of(7, uuidOf(7));
-    // The same uuid read again (a string of its own, as each answer reads it) finds the kept piece.
-    expect(pieces.of(7, `${uuidOf(7)} `.trim())).toBe(first);
-    expect(first.quoted.toString("latin1")).toBe(JSON.stringify(uuidOf(7)));
+    const arena = pieces.arena();
+    const slot = (k: number) => arena.buffer.toString("latin1", arena.starts[k], arena.ends[k] + 15);
+    const first = arena.of(7, uuidOf(7));
+    // The same uuid read again (a string of its own, as each answer reads it) finds the kept slot.
+    expect(arena.of(7, `${uuidOf(7)} `.trim())).toBe(first);
+    expect(slot(first)).toBe(`${JSON.stringify(uuidOf(7))}:{"resources":{`);
     // A database that now gives the id another uuid gets that uuid.
     const other = "11111111-2222-4333-8444-555555555555";
-    expect(pieces.of(7, other).quoted.toString("latin1")).toBe(JSON.stringify(other));
+    const again = arena.of(7, other);
+    expect(slot(again)).toBe(`${JSON.stringify(other)}:{"resources":{`);
+    // A uuid of another length (a row written around the API) gets a slot of its length.
+    const short = arena.of(8, "0123456789abcdef0123456789abcdef");
+    expect(slot(short)).toBe('"0123456789abcdef0123456789abcdef":{"resources":{');
+    // The arena grows past its first buffer; every slot keeps its bytes.
+    const slots = Array.from({ length: 3000 }, (_, i) => arena.of(100 + i, uuidOf(100 + i)));
+    expect(slots.every((at, i) => slot(at) === `${JSON.stringify(uuidOf(100 + i))}:{"resources":{`)).toBe(true);
+    expect(slot(first)).toBe(`${JSON.stringify(uuidOf(7))}:{"resources":{`);
+    expect(pieces.arena()).toBe(arena);
+  });
+
+  it("starts the next answer on a new arena once one holds more than 65,536 providers, and the answer before keeps its own", () => {
+    const pieces = new ProviderPieces();
+    const arena = pieces.arena();
+    for (let id = 1; id <= 65_537; id++) arena.of(id, uuidOf(id));
+    const next = pieces.arena();
+    expect(next).not.toBe(arena);
+    expect(next.size).toBe(0);
+    const k = arena.of(65_537, uuidOf(65_537));
+    expect(arena.buffer.toString("latin1", arena.starts[k], arena.ends[k])).toBe(JSON.stringify(uuidOf(65_537)));
   });
 });
