@@ -99,10 +99,10 @@ export class BodyWriter {
   }
 
   /**
-   * The bytes at [start, end) of `source` (a piece kept in a buffer of its
-   * own pieces, or bytes this writer wrote before, see the chunk getter),
-   * written again. Within the chunk being written it is one native move; no
-   * view of them is made (making one per piece cost more than copying it).
+   * The bytes at [start, end) of `source`: a buffer of kept pieces, or a
+   * chunk this writer wrote before (see the chunk getter). Within the chunk
+   * being written it is one native move; no view of them is made (making one
+   * per piece cost more than copying it).
    */
   range(source: Buffer<ArrayBuffer>, start: number, end: number): this {
     const n = end - start;

@@ -41,7 +41,11 @@ export class UuidArena {
   /** Per slot: where its quoted uuid starts and ends (`:{"resources":{` follows). */
   readonly starts: number[] = [];
   readonly ends: number[] = [];
-  /** The uuid in each slot, for the check in `of` (one string per slot, made from the slot's bytes). */
+  /**
+   * The uuid in each slot, for the check in `of`: made from the slot's bytes,
+   * since the answer's uuid is a slice of the text a batch of trees was read
+   * from, which it would keep alive.
+   */
   private readonly uuids: string[] = [];
 
   /** Providers with a slot. */
