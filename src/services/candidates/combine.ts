@@ -68,42 +68,63 @@ export interface MergeRules {
  * The ways one tree can satisfy the unsuffixed group: one provider per
  * resource class (classes in id order, as Placement's product), where the
  * chosen providers together meet the group's trait expression. An odometer
- * over the classes in one frame, like mergeGroups (a recursive generator cost
- * a frame and an iterator result per class per option).
+ * over the classes, returning the list: every caller takes all of a tree's
+ * options at once, and a generator cost an iterator result per option and a
+ * generator object per call (a large nested answer makes tens of thousands).
+ * `perClass` is sorted in place by class.
  */
-export function* spreadOptions(
+export function spreadOptions(
   suffix: string,
   perClass: ResourceRequest[][],
   traitsOf: (providerId: number) => ReadonlySet<number> | undefined,
   required: number[][],
   forbidden: ReadonlySet<number>,
-): Generator<GroupOption> {
+): GroupOption[] {
   const byTraits = required.length > 0 || forbidden.size > 0;
   const traitExpr = { anyOf: required, forbidden: [...forbidden] };
   // A provider with a forbidden trait can never be part of a valid choice.
   const usable = (rr: ResourceRequest) => {
-    if (forbidden.size === 0) return true;
     const traits = traitsOf(rr.providerId);
     if (!traits) return true;
     for (const t of traits) if (forbidden.has(t)) return false;
     return true;
   };
-  const ordered = sortByKey([...perClass], (rrs) => rrs[0].resourceClassId).map((rrs) => (forbidden.size === 0 ? rrs : rrs.filter(usable)));
-  if (ordered.some((rrs) => rrs.length === 0)) return;
-  const choice = new Array<number>(ordered.length).fill(0);
+  const ordered = sortByKey(perClass, (rrs) => rrs[0].resourceClassId);
+  const classes = ordered.length;
+  const lists = forbidden.size === 0 ? ordered : ordered.map((rrs) => rrs.filter(usable));
+  const out: GroupOption[] = [];
+  for (const rrs of lists) if (rrs.length === 0) return out;
+  const choice = new Array<number>(classes).fill(0);
   for (;;) {
-    const resources = ordered.map((rrs, i) => rrs[choice[i]]);
-    const providers: number[] = [];
-    for (const rr of resources) if (!providers.includes(rr.providerId)) providers.push(rr.providerId);
+    // Made at their full length (an array grown by push from empty takes room for 16).
+    const resources = new Array<ResourceRequest>(classes);
+    let distinct = 0;
+    for (let i = 0; i < classes; i++) {
+      const rr = lists[i][choice[i]];
+      resources[i] = rr;
+      let j = 0;
+      while (j < i && resources[j].providerId !== rr.providerId) j++;
+      if (j === i) distinct++;
+    }
+    const providers = new Array<number>(distinct);
+    let count = 0;
+    for (let i = 0; i < classes; i++) {
+      const p = resources[i].providerId;
+      let j = 0;
+      while (j < count && providers[j] !== p) j++;
+      if (j === count) providers[count++] = p;
+    }
     if (!byTraits || allowTogether(providers, traitsOf, traitExpr)) {
-      yield { suffix, sameProvider: false, resources, providers: sortByKey(providers, (p) => p) };
+      out.push({ suffix, sameProvider: false, resources, providers: sortByKey(providers, byValue) });
     }
     // Advance the last class first, so options come in product order.
-    let i = ordered.length - 1;
-    while (i >= 0 && ++choice[i] === ordered[i].length) choice[i--] = 0;
-    if (i < 0) return;
+    let i = classes - 1;
+    while (i >= 0 && ++choice[i] === lists[i].length) choice[i--] = 0;
+    if (i < 0) return out;
   }
 }
+
+const byValue = (n: number) => n;
 
 /** True when one of `providers` is an ancestor (or self) of all the others. */
 export function inSameSubtree(providers: number[], parentOf: (id: number) => number | null): boolean {

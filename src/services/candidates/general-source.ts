@@ -99,11 +99,10 @@ export function generalSource(reads: TreeReads, query: CandidatesQuery, names: I
       const { plans } = planned;
       // A sharing provider's own tree may lie outside the batch: it is combined when its batch comes.
       const anchors = [...plans[0].byAnchor.keys()].filter((a) => plans.every((p) => p.byAnchor.has(a)) && inBatch.has(a)).sort((x, y) => x - y);
+      const traitsOf = (rp: number) => planned.traitsOf.get(rp);
       const optionsAt = (anchor: number) =>
         plans.map((p) =>
-          p.kind === "options"
-            ? p.byAnchor.get(anchor)!
-            : [...spreadOptions(p.group.suffix, [...p.byAnchor.get(anchor)!.values()], (rp) => planned.traitsOf.get(rp), p.required, p.forbidden)],
+          p.kind === "options" ? p.byAnchor.get(anchor)! : spreadOptions(p.group.suffix, [...p.byAnchor.get(anchor)!.values()], traitsOf, p.required, p.forbidden),
         );
       return { anchors, data, after, done, scanned, optionsAt };
     },

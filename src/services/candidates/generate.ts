@@ -207,12 +207,15 @@ export async function generate(
   if (opts.randomize) shuffle(out);
 
   // Summaries: every provider of every tree the candidates take resources from (only the used providers for pre-1.29 requests).
-  const usedRoots = new Set([...used].map(rootOfProvider));
-  // In id order: IdMap's values are.
-  const summaries: ProviderSummary[] = [...providers.values()]
-    .filter((p) => (excludeNested ? used.has(p.id) : usedRoots.has(p.rootId)))
+  // Loops over the id maps (in id order), not spreads of their iterators: an iterator result per provider was garbage.
+  const usedRoots = new IdSet();
+  used.forEach((id) => usedRoots.add(rootOfProvider(id)));
+  const summaries: ProviderSummary[] = [];
+  providers.forEach((p) => {
+    if (excludeNested ? !used.has(p.id) : !usedRoots.has(p.rootId)) return;
     // Inventories in class id order, as every path shows them.
-    .map((p) => ({ provider: p, inventories: inClassOrder(p.inventories), traits: traitNames.get(p.id) ?? [] }));
+    summaries.push({ provider: p, inventories: inClassOrder(p.inventories), traits: traitNames.get(p.id) ?? [] });
+  });
 
   return {
     candidates: out,

@@ -41,6 +41,22 @@ export class IdMap<T> {
     this.madeInOrder = true;
   }
 
+  /**
+   * Calls `fn` with each value and its id, in increasing order of ids: a
+   * loop, where spreading values() or keys() makes an iterator result per
+   * entry (over the 50,000 providers of a large nested answer, a tenth of its garbage).
+   */
+  forEach(fn: (value: T, id: number) => void): void {
+    for (const p of this.pagesInOrder()) {
+      const page = this.pages[p]!;
+      const base = p << PAGE_BITS;
+      for (let i = 0; i < PAGE_SIZE; i++) {
+        const v = page[i];
+        if (v !== undefined) fn(v, base | i);
+      }
+    }
+  }
+
   /** The ids held, in increasing order. */
   *keys(): Generator<number> {
     for (const p of this.pagesInOrder()) {
@@ -74,6 +90,11 @@ export class IdSet {
 
   has(id: number): boolean {
     return this.map.get(id) !== undefined;
+  }
+
+  /** Calls `fn` with each id, in increasing order (IdMap.forEach). */
+  forEach(fn: (id: number) => void): void {
+    this.map.forEach((_, id) => fn(id));
   }
 
   /** The ids, in increasing order. */
