@@ -38,7 +38,9 @@ describe("IdMap", () => {
     expect([...ours.keys()]).toEqual(ids);
     expect([...ours.values()]).toEqual(ids.map((id) => theirs.get(id)));
     const visited: Array<[string, number]> = [];
-    ours.forEach((v, id) => visited.push([v, id]));
+    ours.forEach((v, id) => {
+      visited.push([v, id]);
+    });
     expect(visited).toEqual(ids.map((id) => [theirs.get(id), id]));
   });
 
@@ -64,7 +66,9 @@ describe("IdSet", () => {
     for (const id of [4097, 3, 1024, 3, 1023, LARGEST_ID]) s.add(id);
     expect([...s]).toEqual([3, 1023, 1024, 4097, LARGEST_ID]);
     const visited: number[] = [];
-    s.forEach((id) => visited.push(id));
+    s.forEach((id) => {
+      visited.push(id);
+    });
     expect(visited).toEqual([3, 1023, 1024, 4097, LARGEST_ID]);
     expect(s.has(1024)).toBe(true);
     expect(s.has(1025)).toBe(false);

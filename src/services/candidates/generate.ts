@@ -209,7 +209,9 @@ export async function generate(
   // Summaries: every provider of every tree the candidates take resources from (only the used providers for pre-1.29 requests).
   // Loops over the id maps (in id order), not spreads of their iterators: an iterator result per provider was garbage.
   const usedRoots = new IdSet();
-  used.forEach((id) => usedRoots.add(rootOfProvider(id)));
+  used.forEach((id) => {
+    usedRoots.add(rootOfProvider(id));
+  });
   const summaries: ProviderSummary[] = [];
   providers.forEach((p) => {
     if (excludeNested ? !used.has(p.id) : !usedRoots.has(p.rootId)) return;

@@ -94,7 +94,9 @@ export class IdSet {
 
   /** Calls `fn` with each id, in increasing order (IdMap.forEach). */
   forEach(fn: (id: number) => void): void {
-    this.map.forEach((_, id) => fn(id));
+    this.map.forEach((_, id) => {
+      fn(id);
+    });
   }
 
   /** The ids, in increasing order. */
