@@ -23,11 +23,9 @@ export type GroupPlan =
 
 export const EMPTY: unique symbol = Symbol("no candidates");
 
-
 export interface Planned {
   plans: GroupPlan[];
   trees: boolean;
-  rootOf: Map<number, number>;
   /** Provider id to the requested traits it has. */
   traitsOf: Map<number, Set<number>>;
   isSharing: (providerId: number) => boolean;
@@ -53,21 +51,43 @@ interface CapacityRequest {
   treeRootId?: number;
 }
 
-/** Per request, the [provider, root] pairs (in provider id order) whose inventory can take the amount. */
-function withCapacity(requests: CapacityRequest[], scope: Scope): Array<Array<[number, number]>> {
+/**
+ * Providers with their roots, as two lists of one length in provider id
+ * order: a batch finds thousands, and a [provider, root] array for each was
+ * most of the planner's garbage.
+ */
+interface Found {
+  ids: number[];
+  roots: number[];
+}
+
+const byProvider = (inv: TreeInventory) => inv.providerId;
+const byRequestProvider = (rr: ResourceRequest) => rr.providerId;
+
+/** Per request, the providers (in id order) whose inventory can take the amount. */
+function withCapacity(requests: CapacityRequest[], scope: Scope): Found[] {
   const byClass = new Map<number, TreeInventory[]>();
   for (const inv of scope.inventories) {
     const list = byClass.get(inv.resourceClassId);
     if (list) list.push(inv);
     else byClass.set(inv.resourceClassId, [inv]);
   }
+  byClass.forEach((list) => {
+    sortByKey(list, byProvider);
+  });
   return requests.map((r) => {
-    const out: Array<[number, number]> = [];
-    for (const inv of byClass.get(r.resourceClassId) ?? []) {
+    const found: Found = { ids: [], roots: [] };
+    const list = byClass.get(r.resourceClassId);
+    if (list === undefined) return found;
+    for (let i = 0; i < list.length; i++) {
+      const inv = list[i];
       const root = scope.rootOf.get(inv.providerId)!;
-      if (canTake(inv, r.amount) && inTree(root, r.treeRootId)) out.push([inv.providerId, root]);
+      if (canTake(inv, r.amount) && inTree(root, r.treeRootId)) {
+        found.ids.push(inv.providerId);
+        found.roots.push(root);
+      }
     }
-    return sortByKey(out, (pair) => pair[0]);
+    return found;
   });
 }
 
@@ -133,7 +153,7 @@ export function resourcelessProviders(query: CandidatesQuery, names: IdsByName, 
 export function planBatch(query: CandidatesQuery, names: IdsByName, treeRoot: Map<string, number>, members: Members, scope: Scope): Planned | typeof EMPTY {
   const { groups, params } = query;
   const { resourceClasses: rcIds, traits: tIds, hasTrees: trees } = names;
-  const { traitsOf, isSharing } = members;
+  const { traitsOf, isSharing, anchorsOf } = members;
   const anySharing = members.sharing.length > 0;
 
   // root_required / root_forbidden: a trait expression on each anchor's root.
@@ -144,103 +164,96 @@ export function planBatch(query: CandidatesQuery, names: IdsByName, treeRoot: Ma
     [...g.resources].map(([rc, amount]) => ({ group: g, resourceClassId: rcIds.get(rc)!, amount, treeRootId: treeRoot.get(g.suffix) })),
   );
   const capacity = withCapacity(requests, scope);
-  const rootOf = new Map<number, number>();
-  const capacityOf = new Map<RequestGroup, Array<{ rc: number; amount: number; rps: Array<[number, number]> }>>();
+  const capacityOf = new Map<RequestGroup, Array<{ rc: number; amount: number; found: Found }>>();
   for (let i = 0; i < requests.length; i++) {
-    if (capacity[i].length === 0) return EMPTY;
-    for (const [rp, root] of capacity[i]) rootOf.set(rp, root);
+    if (capacity[i].ids.length === 0) return EMPTY;
     const list = capacityOf.get(requests[i].group) ?? [];
-    list.push({ rc: requests[i].resourceClassId, amount: requests[i].amount, rps: capacity[i] });
+    list.push({ rc: requests[i].resourceClassId, amount: requests[i].amount, found: capacity[i] });
     capacityOf.set(requests[i].group, list);
   }
 
-  const filtersOf = (g: RequestGroup) => groupFilters(g, names, members);
+  const filters = groups.map((g) => groupFilters(g, names, members));
 
   // Which providers satisfy each group on their own (granular groups, or no trees and no sharing).
-  const singles = new Map<RequestGroup, Array<[number, number]>>();
-  const spreads = new Map<RequestGroup, Array<{ rc: number; amount: number; rps: Array<[number, number]> }>>();
-  for (const g of groups) {
-    const f = filtersOf(g);
-    if (!g.useSameProvider && (anySharing || trees)) {
-      spreads.set(g, capacityOf.get(g)!);
-      continue;
-    }
-    let rps: Array<[number, number]>;
+  const singles = new Map<RequestGroup, Found>();
+  for (let k = 0; k < groups.length; k++) {
+    const g = groups[k];
+    if (!g.useSameProvider && (anySharing || trees)) continue;
+    let found: Found;
     if (g.resources.size === 0) {
       // Without positive filters resourcelessProviders gives none: no candidates, as Placement.
-      rps = members.resourceless.get(g) ?? [];
-      for (const [rp, root] of rps) rootOf.set(rp, root);
+      const pairs = members.resourceless.get(g) ?? [];
+      found = { ids: pairs.map((pair) => pair[0]), roots: pairs.map((pair) => pair[1]) };
     } else {
-      const lists = capacityOf.get(g)!;
-      const inAll = new Map(lists[0].rps);
-      for (const l of lists.slice(1)) {
-        const ids = new Set(l.rps.map(([rp]) => rp));
-        for (const rp of inAll.keys()) if (!ids.has(rp)) inAll.delete(rp);
-      }
-      rps = [...inAll].filter(([rp]) => f.passes(rp));
+      found = providersInAll(capacityOf.get(g)!, filters[k].passes);
     }
-    if (rps.length === 0) return EMPTY;
-    singles.set(g, rps);
+    if (found.ids.length === 0) return EMPTY;
+    singles.set(g, found);
   }
 
-  const anchorsOf = members.anchorsOf;
-
   const plans: GroupPlan[] = [];
-  for (const g of groups) {
-    const f = filtersOf(g);
+  for (let k = 0; k < groups.length; k++) {
+    const g = groups[k];
+    const f = filters[k];
     const single = singles.get(g);
     if (single) {
       const byAnchor = new Map<number, GroupOption[]>();
       const add = (anchor: number, option: GroupOption) => {
-        const list = byAnchor.get(anchor) ?? [];
-        list.push(option);
-        byAnchor.set(anchor, list);
+        const list = byAnchor.get(anchor);
+        if (list) list.push(option);
+        else byAnchor.set(anchor, [option]);
       };
       const classAmounts = [...g.resources].map(([rc, amount]) => ({ resourceClassId: rcIds.get(rc)!, amount }));
-      for (const [rp, root] of single) {
-        const option: GroupOption = {
-          suffix: g.suffix,
-          sameProvider: g.useSameProvider,
-          resources: classAmounts.map((ca) => ({ providerId: rp, resourceClassId: ca.resourceClassId, amount: ca.amount })),
-          providers: [rp],
-        };
+      for (let i = 0; i < single.ids.length; i++) {
+        const rp = single.ids[i];
+        const root = single.roots[i];
+        const resources = new Array<ResourceRequest>(classAmounts.length);
+        for (let c = 0; c < classAmounts.length; c++) resources[c] = { providerId: rp, resourceClassId: classAmounts[c].resourceClassId, amount: classAmounts[c].amount };
+        const option: GroupOption = { suffix: g.suffix, sameProvider: g.useSameProvider, resources, providers: [rp] };
         if (scope.anchors.has(root) && anchorOk(root)) add(root, option);
-        if (isSharing(rp)) for (const anchor of anchorsOf.get(rp) ?? []) if (anchor !== root && scope.anchors.has(anchor) && anchorOk(anchor)) add(anchor, option);
+        if (isSharing(rp)) {
+          const anchors = anchorsOf.get(rp);
+          if (anchors) for (const anchor of anchors) if (anchor !== root && scope.anchors.has(anchor) && anchorOk(anchor)) add(anchor, option);
+        }
       }
       plans.push({ kind: "options", group: g, byAnchor });
       continue;
     }
     // The unsuffixed group over trees and sharing providers: per class, which providers (under which anchor) can serve it.
     let byAnchor: Map<number, Map<number, ResourceRequest[]>> | undefined;
-    for (const l of spreads.get(g)!) {
-      const pairs: Array<[number, number]> = [...l.rps];
-      if (!g.inTree) {
-        for (const [rp] of l.rps) {
-          if (!isSharing(rp) || (f.memberOf.length > 0 && !f.inAggs(rp))) continue;
-          for (const anchor of anchorsOf.get(rp) ?? []) if (anchor !== rootOf.get(rp) && scope.anchors.has(anchor)) pairs.push([rp, anchor]);
-        }
-      }
-      const kept = pairs.filter(
-        ([rp, anchor]) =>
-          scope.anchors.has(anchor) &&
-          anchorOk(anchor) &&
-          (f.memberOf.length === 0 || f.inAggs(rp) || f.inAggs(anchor)) &&
-          !(f.badAggs(rp) || f.badAggs(anchor)),
-      );
+    for (const l of capacityOf.get(g)!) {
       const forClass = new Map<number, ResourceRequest[]>();
-      for (const [rp, anchor] of kept) {
-        const list = forClass.get(anchor) ?? [];
-        list.push({ providerId: rp, resourceClassId: l.rc, amount: l.amount });
-        forClass.set(anchor, list);
+      const keep = (rp: number, anchor: number) => {
+        if (!scope.anchors.has(anchor) || !anchorOk(anchor)) return;
+        if (f.memberOf.length > 0 && !f.inAggs(rp) && !f.inAggs(anchor)) return;
+        if (f.badAggs(rp) || f.badAggs(anchor)) return;
+        const rr: ResourceRequest = { providerId: rp, resourceClassId: l.rc, amount: l.amount };
+        const list = forClass.get(anchor);
+        if (list) list.push(rr);
+        else forClass.set(anchor, [rr]);
+      };
+      const { ids, roots } = l.found;
+      for (let i = 0; i < ids.length; i++) keep(ids[i], roots[i]);
+      if (!g.inTree) {
+        for (let i = 0; i < ids.length; i++) {
+          const rp = ids[i];
+          if (!isSharing(rp) || (f.memberOf.length > 0 && !f.inAggs(rp))) continue;
+          const anchors = anchorsOf.get(rp);
+          if (anchors) for (const anchor of anchors) if (anchor !== roots[i] && scope.anchors.has(anchor)) keep(rp, anchor);
+        }
       }
       if (!byAnchor) {
-        byAnchor = new Map([...forClass].map(([anchor, rrs]) => [anchor, new Map([[l.rc, rrs]])]));
+        const first = new Map<number, Map<number, ResourceRequest[]>>();
+        forClass.forEach((rrs, anchor) => {
+          first.set(anchor, new Map<number, ResourceRequest[]>().set(l.rc, rrs));
+        });
+        byAnchor = first;
       } else {
-        for (const [anchor, perClass] of byAnchor) {
+        byAnchor.forEach((perClass, anchor, all) => {
           const rrs = forClass.get(anchor);
           if (rrs) perClass.set(l.rc, rrs);
-          else byAnchor.delete(anchor);
-        }
+          else all.delete(anchor);
+        });
       }
       if (byAnchor.size === 0) return EMPTY;
     }
@@ -248,8 +261,29 @@ export function planBatch(query: CandidatesQuery, names: IdsByName, treeRoot: Ma
   }
   // Sort each list by provider id so output order is stable (Placement's is set order, i.e. arbitrary).
   for (const p of plans) {
-    if (p.kind === "spread") for (const perClass of p.byAnchor.values()) for (const rrs of perClass.values()) sortByKey(rrs, (rr) => rr.providerId);
+    if (p.kind !== "spread") continue;
+    p.byAnchor.forEach((perClass) => {
+      perClass.forEach((rrs) => {
+        sortByKey(rrs, byRequestProvider);
+      });
+    });
   }
-  return { plans, trees, rootOf, traitsOf, isSharing };
+  return { plans, trees, traitsOf, isSharing };
 }
 
+/** The providers (in id order) found for every one of a group's classes that pass its filters: one provider with everything. */
+function providersInAll(lists: Array<{ found: Found }>, passes: (rp: number) => boolean): Found {
+  const { ids, roots } = lists[0].found;
+  const others = lists.length === 1 ? [] : lists.slice(1).map((l) => new Set(l.found.ids));
+  const out: Found = { ids: [], roots: [] };
+  for (let i = 0; i < ids.length; i++) {
+    const rp = ids[i];
+    let inAll = true;
+    for (const other of others) if (!other.has(rp)) inAll = false;
+    if (inAll && passes(rp)) {
+      out.ids.push(rp);
+      out.roots.push(roots[i]);
+    }
+  }
+  return out;
+}
