@@ -94,7 +94,9 @@ function summaryPieces(form: string, shape: ResponseShape, details: ProviderDeta
   const parts: string[] = [];
   const classIds: number[] = [];
   let open = `${quotedUuid}:{"resources":{`;
-  for (const [classId, capacity] of details.inventories) {
+  for (let i = 0; i < details.inventories.length; i += 2) {
+    const classId = details.inventories[i];
+    const capacity = details.inventories[i + 1];
     if (!shape.allClasses && !requestedIds.has(classId)) continue;
     parts.push(`${open}${classIds.length > 0 ? "," : ""}${JSON.stringify(classNames.get(classId))}:{"capacity":${capacity},"used":`);
     classIds.push(classId);

@@ -8,7 +8,14 @@
  * where the feed cannot say what changed, and writers racing readers.
  */
 import { randomUUID } from "node:crypto";
+import { readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import v8 from "node:v8";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase } from "../../src/db/database.js";
+import { createLogger } from "../../src/log.js";
+import { CloudView } from "../../src/services/candidates/cloud-view.js";
 import type { Harness } from "../support/harness.js";
 import { overcommitted, usageDrift } from "../allocations/fixtures.js";
 import { custom, everyPath, startData, type Data } from "./data.js";
@@ -197,6 +204,28 @@ describe("the flat view on a cloud of its own", () => {
 });
 
 describe("the view's bounds", () => {
+  it("keeps none of a full read's rows once its copy is made, though the read opened the pool's first connection", async () => {
+    // pg-pool keeps the result of a pool.query that made it open a connection for as long as that
+    // connection lives: a view reading through pool.query kept its first full read (the whole cloud).
+    const own = await startData();
+    const database = openDatabase(own.t.url, 2, createLogger("silent"));
+    const snapshot = path.join(tmpdir(), `cloud-view-${randomUUID()}.heapsnapshot`);
+    try {
+      const p = await own.d.provider({ inventory: { [custom("CPU")]: 4 } });
+      const view = new CloudView(database.db, { namedStatements: true });
+      expect(await view.read({ traits: [], aggregates: [] }, (read) => read.byUuid.has(p.uuid))).toBe(true);
+      v8.writeHeapSnapshot(snapshot);
+      // The provider's row as the full read's text column has it ("uuid parent root"): only the read's result holds it.
+      expect(readFileSync(snapshot, "utf8").includes(`"${p.uuid} 0 ${p.rootId}"`)).toBe(false);
+      // And the copy itself is still there (the snapshot would not show a row a dropped view had read).
+      expect(await view.read({ traits: [], aggregates: [] }, (read) => read.byUuid.has(p.uuid))).toBe(true);
+    } finally {
+      rmSync(snapshot, { force: true });
+      await database.close();
+      await own.t.close();
+    }
+  });
+
   it("leaves a cloud of more providers than it may copy to the engine, and copies it again once it is small enough", async () => {
     const own = await startData();
     try {

@@ -112,6 +112,12 @@ export class TreeIndex {
   /** Roots whose tree may have changed, and providers that may have become or stopped being roots. */
   private readonly dirty = new Set<number>();
   private made: ViewTrees | undefined;
+  /**
+   * Each distinct text of trait names as the list a tree load gives, shared by
+   * the trees' providers (every NUMA node of a cloud has the same list); only
+   * ever read. Dropped with the copy (cloud-view.ts), at its next full read.
+   */
+  private readonly traitLists = new Map<string, string[]>();
 
   constructor(providers: Iterable<TreeMember>) {
     for (const p of providers) this.added(p);
@@ -161,6 +167,12 @@ export class TreeIndex {
     return this.made;
   }
 
+  private traitList(text: string): string[] {
+    let list = this.traitLists.get(text);
+    if (list === undefined) this.traitLists.set(text, (list = text.split(" ")));
+    return list;
+  }
+
   private touch(p: TreeMember): void {
     this.dirty.add(p.id);
     if (p.rootId !== 0) this.dirty.add(p.rootId);
@@ -171,7 +183,7 @@ export class TreeIndex {
     // Kept until the tree changes: arrays of their exact length (see cloud-view.ts setOf), one shared empty map.
     const inventories = members.length === 1 ? members[0].inventories.slice() : members.flatMap((p) => p.inventories);
     const named = members.filter((p) => p.details.traits !== "");
-    const traits = named.length === 0 ? NO_TRAITS : new Map(named.map((p) => [p.id, p.details.traits.split(" ")]));
+    const traits = named.length === 0 ? NO_TRAITS : new Map(named.map((p) => [p.id, this.traitList(p.details.traits)]));
     return { rootId, data: { providers: members, inventories, traits, classNames: NO_NAMES }, members };
   }
 }

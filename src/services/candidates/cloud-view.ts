@@ -44,8 +44,8 @@ import type { IdsByName, TreeInventory } from "./sql.js";
 /** The part of a provider's summary that changes only when its inventories or traits do. */
 export interface ProviderDetails {
   uuid: string;
-  /** [resource class id, capacity] per inventory, in class id order. */
-  inventories: ReadonlyArray<readonly [number, number]>;
+  /** Resource class id and capacity of each inventory in turn, in class id order (one array: the copy keeps one per provider). */
+  inventories: readonly number[];
   /** Trait names in id order, space-separated (trait names are [A-Z0-9_]+). */
   traits: string;
 }
@@ -128,6 +128,8 @@ class Copy {
   sharing = 0;
   /** Made at the first request for trees, then kept up to date. */
   private treeIndex: TreeIndex | undefined;
+  /** The copy's trait and aggregate sets, one per distinct set (see internedSet). */
+  readonly sets = new Map<string, ReadonlySet<number>>();
 
   readonly readAt = Date.now();
 
@@ -230,7 +232,7 @@ export class CloudView {
         if (this.copy === base && rows.seq > base.seq) {
           const sharingId = rows.names.traits.get(SHARING_TRAIT);
           for (const id of rows.deleted) base.remove(id);
-          for (const row of rows.providers) base.put(providerOf(row, sharingId, base.get(row.id)));
+          for (const row of rows.providers) base.put(providerOf(row, sharingId, base.get(row.id), base.sets));
           base.seq = rows.seq;
         }
         if (base.size > this.bound(base.flat)) return this.tooLarge(base);
@@ -244,7 +246,7 @@ export class CloudView {
     this.tooLargeAt = undefined;
     const sharingId = rows.names.traits.get(SHARING_TRAIT);
     const copy = new Copy(rows.seq, rows.started);
-    for (const row of rows.providers) copy.put(providerOf(row, sharingId, base?.get(row.id)));
+    for (const row of rows.providers) copy.put(providerOf(row, sharingId, base?.get(row.id), copy.sets));
     // A concurrent full read may have made a fresher copy meanwhile: keep that one. (One this request
     // set out to replace goes, even if it is as fresh: it is due for a full read.)
     const other = this.copy;
@@ -264,10 +266,27 @@ export class CloudView {
     return undefined;
   }
 
+  /**
+   * Runs the statement on a client checked out for it, not through
+   * pool.query: pg-pool keeps the result of the query that made it open a
+   * connection for as long as that connection lives (its callback stays
+   * reachable from the new client's connect handlers), and the first full
+   * read's result is every row of the cloud (some 20 MB of strings over
+   * 50,000 providers, in a heap snapshot).
+   */
   private async run(text: string, name: string, values: unknown[]): Promise<Rows> {
-    const pool = poolOf(this.db);
-    const result = await pool.query<unknown[]>({ name: this.namedStatements ? name : undefined, text, values, rowMode: "array" });
-    return readRows(result.rows);
+    const client = await poolOf(this.db).connect();
+    let failure: Error | undefined;
+    try {
+      const result = await client.query<unknown[]>({ name: this.namedStatements ? name : undefined, text, values, rowMode: "array" });
+      return readRows(result.rows);
+    } catch (error) {
+      failure = error as Error;
+      throw error;
+    } finally {
+      // A client whose statement failed is dropped, not reused: its connection may be the cause.
+      client.release(failure);
+    }
   }
 
   /** The copy as a read: its shape is the copy's (the statement's shape rows are those of the names only). */
@@ -393,12 +412,12 @@ function readRows(rows: unknown[][]): Rows {
   return out;
 }
 
-/** A provider row as a ViewProvider, reusing `previous`'s details when they did not change. */
-function providerOf(row: ProviderRow, sharingId: number | undefined, previous: ViewProvider | undefined): ViewProvider {
+/** A provider row as a ViewProvider, reusing `previous`'s details when they did not change and the copy's `sets`. */
+function providerOf(row: ProviderRow, sharingId: number | undefined, previous: ViewProvider | undefined, sets: Map<string, ReadonlySet<number>>): ViewProvider {
   const [uuid, parent, root] = row.text.split(" ");
   const numbers = row.inventories ? row.inventories.split(" ") : [];
   const inventories: TreeInventory[] = [];
-  const capacities: Array<readonly [number, number]> = [];
+  const capacities: number[] = [];
   let used: number[] | undefined;
   for (let i = 0; i < numbers.length; i += 8) {
     const classId = Number(numbers[i]);
@@ -413,23 +432,25 @@ function providerOf(row: ProviderRow, sharingId: number | undefined, previous: V
       used: Number(numbers[i + 7]),
     };
     inventories.push(inv);
-    capacities.push([classId, capacity]);
+    capacities.push(classId, capacity);
     if (inv.used !== 0) (used ??= []).push(classId, inv.used);
   }
   const traits = row.traitNames ?? "";
   const kept = previous?.details;
   const same = kept !== undefined && kept.uuid === uuid && kept.traits === traits && sameCapacities(kept.inventories, capacities);
   const parentId = Number(parent);
+  // A uuid split from the row's text is a slice that keeps the whole text alive: the copy keeps a string of its own.
+  const ownUuid = same ? kept.uuid : (JSON.parse(JSON.stringify(uuid)) as string);
   return {
     id: row.id,
-    uuid,
+    uuid: ownUuid,
     parentId: parentId === 0 ? null : parentId,
     rootId: Number(root),
-    details: same ? kept : { uuid, inventories: capacities.slice(), traits },
+    details: same ? kept : { uuid: ownUuid, inventories: capacities.slice(), traits },
     inventories: inventories.slice(),
     used: used?.slice(),
-    traits: setOf(row.traitIds),
-    aggregates: setOf(row.aggregateIds),
+    traits: internedSet(row.traitIds, sets),
+    aggregates: internedSet(row.aggregateIds, sets),
     shares: sharingId !== undefined && row.traitIds.includes(sharingId),
   };
 }
@@ -437,11 +458,23 @@ function providerOf(row: ProviderRow, sharingId: number | undefined, previous: V
 /**
  * The copy keeps every provider for as long as the server runs, so it is kept
  * small: arrays are copied to their exact length once built (an array grown
- * by push keeps room for 16 elements) and every empty set is one set.
+ * by push keeps room for 16 elements), and providers with the same traits (or
+ * aggregates) share one set: a cloud's providers have a handful of distinct
+ * sets (every NUMA node the same traits, every compute node of an aggregate
+ * the same aggregates), where a set of its own per provider was some 150
+ * bytes each. A copy's sets are dropped with it, at the next full read.
  */
 const NONE: ReadonlySet<number> = new Set();
-const setOf = (ids: number[]): ReadonlySet<number> => (ids.length === 0 ? NONE : new Set(ids));
 
-function sameCapacities(a: ReadonlyArray<readonly [number, number]>, b: ReadonlyArray<readonly [number, number]>): boolean {
-  return a.length === b.length && a.every(([c, n], i) => b[i][0] === c && b[i][1] === n);
+function internedSet(ids: number[], sets: Map<string, ReadonlySet<number>>): ReadonlySet<number> {
+  if (ids.length === 0) return NONE;
+  // Sets of traits and of aggregates share the map: their ids are alike, and a set is only read.
+  const key = ids.length === 1 ? String(ids[0]) : [...ids].sort((a, b) => a - b).join(" ");
+  let set = sets.get(key);
+  if (set === undefined) sets.set(key, (set = new Set(ids)));
+  return set;
+}
+
+function sameCapacities(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((n, i) => b[i] === n);
 }
