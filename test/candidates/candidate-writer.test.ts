@@ -133,6 +133,10 @@ describe("ProviderPieces", () => {
     const other = "11111111-2222-4333-8444-555555555555";
     const again = arena.of(7, other);
     expect(slot(again)).toBe(`${JSON.stringify(other)}:{"resources":{`);
+    // One that differs from the kept one in its last character only, and then the first one again.
+    const last = `${other.slice(0, -1)}6`;
+    expect(slot(arena.of(7, last))).toBe(`${JSON.stringify(last)}:{"resources":{`);
+    expect(slot(arena.of(7, uuidOf(7)))).toBe(`${JSON.stringify(uuidOf(7))}:{"resources":{`);
     // A uuid of another length (a row written around the API) gets a slot of its length.
     const short = arena.of(8, "0123456789abcdef0123456789abcdef");
     expect(slot(short)).toBe('"0123456789abcdef0123456789abcdef":{"resources":{');
