@@ -42,4 +42,4 @@ EXPOSE 8778
 # is 503 while the database is unreachable (its check is cached, so probes do not load the database).
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8778)+'/healthcheck').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-CMD ["node", "--max-old-space-size=256", "--max-semi-space-size=32", "--initial-old-space-size=96", "dist/src/cli.js", "serve"]
+CMD ["node", "--max-old-space-size=256", "--max-semi-space-size=16", "--initial-old-space-size=96", "dist/src/cli.js", "serve"]
