@@ -54,12 +54,19 @@
  *   the database, the trees kept the engine waiting: before the first batch
  *   for the lookups and the first load, then for each load, which took
  *   PostgreSQL longer than the engine took to combine the batch before; from
- *   the copy nothing waits.
- * - A cloud too large to copy (tens of thousands of providers in trees) is
- *   read from the database batch by batch, and its huge answers keep both
- *   cores busy: the engine and the body on one, PostgreSQL's loads (each
- *   longer than the engine's work on the batch before), the collector's
- *   helpers and the client reading the body on the other.
+ *   the copy nothing waits. Over a copy of tens of thousands of providers an
+ *   answer of tens of thousands of candidates sets off a full collection,
+ *   whose marking costs by the copy's objects, not its bytes (hence the
+ *   copy's shared sets and lists, cloud-view.ts and cloud-trees.ts), and
+ *   each batch's garbage sets off scavenges (hence the planner's lists
+ *   without a pair per provider, plan.ts, and options made in loops,
+ *   combine.ts).
+ * - A cloud too large to copy (more than 60,000 providers in trees) is read
+ *   from the database batch by batch, and its huge answers keep both cores
+ *   busy: the engine and the body on one, PostgreSQL's loads (each longer
+ *   than the engine's work on the batch before), the collector's helpers
+ *   and the client reading the body on the other; and the main thread also
+ *   parses each batch's texts.
  *
  * For POST /claims (issue 13), with the caller's own transaction:
  *   candidatesInPreferenceOrder(tx: Queryable, query: CandidatesQuery,
