@@ -180,7 +180,7 @@ export class TreeIndex {
 
   private build(rootId: number, get: (id: number) => TreeMember | undefined): ViewTree {
     const members = [...(this.membersOf.get(rootId) ?? [])].sort((a, b) => a - b).map((id) => get(id)!);
-    // Kept until the tree changes: arrays of their exact length (see cloud-view.ts setOf), one shared empty map.
+    // Kept until the tree changes: arrays of their exact length (see cloud-view.ts internedSet), one shared empty map and shared trait lists.
     const inventories = members.length === 1 ? members[0].inventories.slice() : members.flatMap((p) => p.inventories);
     const named = members.filter((p) => p.details.traits !== "");
     const traits = named.length === 0 ? NO_TRAITS : new Map(named.map((p) => [p.id, this.traitList(p.details.traits)]));
