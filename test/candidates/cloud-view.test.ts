@@ -226,6 +226,28 @@ describe("the view's bounds", () => {
     }
   });
 
+  it("builds a copy from a full read a slice at a time, with turns of the event loop between, and shows it whole", async () => {
+    const own = await startData();
+    const database = openDatabase(own.t.url, 2, createLogger("silent"));
+    try {
+      // 11,000 roots, one with a child: more than two slices of providers, and trees to make.
+      await own.t.sql(`INSERT INTO resource_providers (uuid, name, generation) SELECT gen_random_uuid()::text, 'slices-' || g, 0 FROM generate_series(1, 11000) g`);
+      await own.t.sql(`UPDATE resource_providers SET root_provider_id = id WHERE name LIKE 'slices-%'`);
+      const parent = (await own.t.sql<{ id: number }>(`SELECT id FROM resource_providers WHERE name = 'slices-1'`))[0].id;
+      await own.t.sql(`INSERT INTO resource_providers (uuid, name, generation, parent_provider_id, root_provider_id) VALUES (gen_random_uuid()::text, 'slices-child', 0, $1, $1)`, [parent]);
+      const count = Number((await own.t.sql<{ n: string }>(`SELECT count(*) AS n FROM resource_providers`))[0].n);
+      let turns = 0;
+      const view = new CloudView(database.db, { namedStatements: true, between: async () => void turns++ });
+      const seen = await view.read({ traits: [], aggregates: [] }, (read) => ({ providers: read.byUuid.size, trees: read.trees().list.length, flat: read.flat }));
+      expect(seen).toEqual({ providers: count, trees: count - 1, flat: false });
+      // Three slices of providers (two turns), one turn before the trees, and over ten thousand trees a thousand at a time.
+      expect(turns).toBeGreaterThanOrEqual(2 + 1 + 10);
+    } finally {
+      await database.close();
+      await own.t.close();
+    }
+  });
+
   it("leaves a cloud of more providers than it may copy to the engine, and copies it again once it is small enough", async () => {
     const own = await startData();
     try {

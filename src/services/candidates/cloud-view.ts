@@ -35,6 +35,7 @@
  * at again only at the next full read's time.
  * A statement that fails leaves the copy as it was.
  */
+import { setImmediate as turn } from "node:timers/promises";
 import { poolOf, type Db } from "../../db/database.js";
 import { capacityOf } from "../rules/capacity.js";
 import { isFlat, readShapeRow, SHAPE_ROWS, SHARING_TRAIT } from "./cloud-shape.js";
@@ -97,7 +98,17 @@ export interface CloudViewOptions {
   maxProviders?: number;
   /** Above this many providers a cloud with trees or sharing providers is not copied. */
   maxTreeProviders?: number;
+  /** Tests only: what building a copy awaits between slices of its providers and trees (a turn of the event loop). */
+  between?: () => Promise<void>;
 }
+
+/**
+ * A copy is built from a full read this many providers (and a fifth as many
+ * trees) at a time, with a turn of the event loop between slices: built in
+ * one piece, the 50,200 providers of 10,000 nested trees held the event loop
+ * for half a second, and every other request with it.
+ */
+const PROVIDERS_PER_TURN = 5000;
 
 const FULL_READ_EVERY_MS = 5 * 60_000;
 /**
@@ -175,6 +186,12 @@ class Copy {
     return this.treeIndex.trees((id) => this.byId.get(id));
   }
 
+  /** Makes the trees ahead of viewTrees, awaiting `between` after every `perTurn` trees (for a copy nothing reads yet). */
+  async prepareTrees(between: () => Promise<void>, perTurn: number): Promise<void> {
+    this.treeIndex ??= new TreeIndex(this.byId.values());
+    await this.treeIndex.prepare((id) => this.byId.get(id), between, perTurn);
+  }
+
   get size(): number {
     return this.byId.size;
   }
@@ -204,6 +221,7 @@ export class CloudView {
   private readonly fullReadEveryMs: number;
   private readonly maxProviders: number;
   private readonly maxTreeProviders: number;
+  private readonly between: () => Promise<void>;
 
   constructor(
     private readonly db: Db,
@@ -213,6 +231,7 @@ export class CloudView {
     this.fullReadEveryMs = options.fullReadEveryMs ?? FULL_READ_EVERY_MS;
     this.maxProviders = options.maxProviders ?? MAX_PROVIDERS;
     this.maxTreeProviders = options.maxTreeProviders ?? MAX_TREE_PROVIDERS;
+    this.between = options.between ?? (() => turn());
   }
 
   /**
@@ -246,15 +265,34 @@ export class CloudView {
     const rows = await this.run(FULL_TEXT, "ac_view_full", [traits, wanted.aggregates, this.maxProviders, this.maxTreeProviders]);
     if (rows.providerCount > this.bound(isFlat(rows.names))) return this.tooLarge(base);
     this.tooLargeAt = undefined;
-    const sharingId = rows.names.traits.get(SHARING_TRAIT);
-    const copy = new Copy(rows.seq, rows.started);
-    for (const row of rows.providers) copy.put(providerOf(row, sharingId, base?.get(row.id), copy.sets));
+    const copy = await this.build(rows, base);
     // A concurrent full read may have made a fresher copy meanwhile: keep that one. (One this request
     // set out to replace goes, even if it is as fresh: it is due for a full read.)
     const other = this.copy;
     const kept = other && other !== base && other.started === copy.started && other.seq >= copy.seq ? other : copy;
     this.copy = kept;
     return use(this.seen(rows, kept));
+  }
+
+  /**
+   * A new copy from a full read's rows (reusing `base`'s unchanged details),
+   * with its trees when it has any, built a slice at a time (see
+   * PROVIDERS_PER_TURN). Nothing sees it before it is whole; meanwhile other
+   * requests answer from the copy before it, or read on their own.
+   */
+  private async build(rows: Rows, base: Copy | undefined): Promise<Copy> {
+    const sharingId = rows.names.traits.get(SHARING_TRAIT);
+    const copy = new Copy(rows.seq, rows.started);
+    const all = rows.providers;
+    for (let from = 0; from < all.length; from += PROVIDERS_PER_TURN) {
+      if (from > 0) await this.between();
+      for (const row of all.slice(from, from + PROVIDERS_PER_TURN)) copy.put(providerOf(row, sharingId, base?.get(row.id), copy.sets));
+    }
+    if (!copy.flat) {
+      await this.between();
+      await copy.prepareTrees(this.between, PROVIDERS_PER_TURN / 5);
+    }
+    return copy;
   }
 
   /** How many providers a copy of a cloud of this shape may hold. */
