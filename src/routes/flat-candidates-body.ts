@@ -55,6 +55,24 @@ interface SummaryPieces {
 /** The encoded pieces of each provider's details (one per app; entries go with the details objects). */
 export class FlatBodyPieces {
   private readonly encoded = new WeakMap<ProviderDetails, EncodedProvider>();
+  /**
+   * One string object per distinct naming, template and form, so checking
+   * each provider's kept pieces against them compares pointers: equal
+   * strings made afresh for every request were compared character by
+   * character, three times per provider per answer.
+   */
+  private readonly texts = new Map<string, string>();
+
+  /** The kept string equal to `text` (itself the first time). */
+  canonical(text: string): string {
+    let kept = this.texts.get(text);
+    if (kept === undefined) {
+      // A handful in practice; the bound only keeps the map from growing without end.
+      if (this.texts.size >= 256) this.texts.clear();
+      this.texts.set(text, (kept = text));
+    }
+    return kept;
+  }
 
   of(details: ProviderDetails, naming: string): EncodedProvider {
     const kept = this.encoded.get(details);
@@ -124,11 +142,11 @@ export function renderFlatBody(w: BodyWriter, shape: ResponseShape, query: Candi
   const amounts = new Map<string, number>();
   for (const g of query.groups) for (const [rc, amount] of g.resources) amounts.set(rc, (amounts.get(rc) ?? 0) + amount);
   const template = requestTemplate(shape, query, amounts);
-  const templateKey = template.join("\n");
+  const templateKey = pieces.canonical(template.join("\n"));
   // Before 1.27 summaries show only the requested classes.
   const requestedIds = new Set([...amounts.keys()].map((name) => names.resourceClasses.get(name)));
-  const form = summaryForm(shape, requestedIds);
-  const naming = namingOf(classNames);
+  const form = pieces.canonical(summaryForm(shape, requestedIds));
+  const naming = pieces.canonical(namingOf(classNames));
 
   w.bytes(REQUESTS_OPEN);
   const providers: EncodedProvider[] = new Array(anchors.length);
