@@ -6,13 +6,9 @@
  * predicates (rules/). Several groups asking for one class on the one
  * provider are checked as Placement's merge does (canTakeAmounts): per class
  * the smallest amount against min_unit, their sum against max_unit and
- * capacity, and their gcd against step_size.
- *
- * Where the time goes: the pass is a few set and array lookups per provider,
- * a small share of the answer in CPU profiles of the scheduling loop; the
- * request's one statement (names and what changed since the last request)
- * and writing and sending the body (routes/flat-candidates-body.ts) are the
- * rest.
+ * capacity, and their gcd against step_size. The pass is a few set and
+ * array lookups per provider, with no allocation per provider that the
+ * answer does not keep.
  */
 import type { CandidatesQuery, RequestGroup } from "../../query/request-groups.js";
 import { canTakeAmounts } from "../rules/capacity.js";

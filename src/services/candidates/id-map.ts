@@ -3,10 +3,10 @@
  * provider's row, inventories, root, quoted uuid; the providers a candidate
  * used). Provider ids are a sequence's small integers and a request's are
  * clustered, so the values live in pages of consecutive ids and a lookup is
- * two array reads: a Map hashes every key and, past some ten thousand
- * entries (a nested answer over 10,000 trees holds 50,000), its lookups miss
- * the processor's caches often enough to be a tenth of the answer's CPU
- * profile. Values are never undefined (undefined marks an empty slot).
+ * two array reads, where a Map hashes every key and, once it holds tens of
+ * thousands of entries (a large nested answer), misses the processor's
+ * caches on most lookups. Values are never undefined (undefined marks an
+ * empty slot).
  */
 const PAGE_BITS = 10;
 const PAGE_SIZE = 1 << PAGE_BITS;

@@ -1,85 +1,33 @@
 /**
  * The allocation candidates service: the one entry point of GET
- * /allocation_candidates (answer) and of callers that select candidates
- * inside a transaction of their own, such as POST /claims
- * (candidatesInPreferenceOrder).
+ * /allocation_candidates (answer), and the functions through which callers
+ * select candidates inside a transaction of their own, such as POST /claims
+ * (candidatesInPreferenceOrder, candidatesWithSummaries).
  *
- * It chooses the plan once per request, from the request and the cloud's
- * shape (cloud-shape.ts). Every request first brings the cloud kept in
- * memory (cloud-view.ts) up to date from the change feed, by one statement
- * that also looks up the request's names; then, on that one state:
- * - "flat-view" (flat-answer.ts): on a flat cloud, one pass over its
- *   providers; the body is written from it at once.
+ * Every request first brings the cloud kept in memory (cloud-view.ts) up to
+ * date from the change feed, by one statement that also looks up the
+ * request's names; then, on that one state, the first path that takes the
+ * request answers it:
+ * - "flat-view" (flat-answer.ts): on a flat cloud, one pass over the copy's
+ *   providers, handed to the sink whole.
  * - "tree-view": on a cloud with trees or sharing providers, the general
  *   plan (general-source.ts) over the copy's trees (view-tree-reads.ts).
- * The engine (engine.ts), in one read-only repeatable-read snapshot of the
- * database, answers the rest: a request naming a class or trait that does
- * not exist (unknown-names.ts says whether Placement refuses it), a
- * resourceless group on a flat cloud, and a cloud too large to copy; its
- * name lookup sees the shape again and picks its source, "flat-source"
- * (flat-source.ts) on a flat cloud, "general" otherwise. Either way the
- * answer leaves through one sink (CandidatesSink), candidate by candidate as
- * the general plan finds them or whole from the flat pass.
+ * - the engine (engine.ts), in one read-only repeatable-read snapshot of the
+ *   database, for the rest: a request naming a class or trait that does not
+ *   exist (unknown-names.ts says whether Placement refuses it), a
+ *   resourceless group on a flat cloud, and a cloud too large to copy. Its
+ *   name lookup sees the shape again and picks its source, "flat-source"
+ *   (flat-source.ts) on a flat cloud, "general" otherwise.
+ * Either way the answer leaves through one sink (CandidatesSink), candidate
+ * by candidate as the general plan finds them (so the body of a large answer
+ * leaves while the search goes on), or whole from the flat pass.
  *
- * Where the time goes (CPU profiles of the server under the Nova-style loop,
- * `npm run bench -- claims --mode candidates --limit 1000`, and of single
- * large answers; the figures are in the README's bench section):
- * - A flat answer of a thousand candidates or more: writing the body
- *   (routes/flat-candidates-body.ts copies whole pieces kept per provider)
- *   and sending it. The pass over the copy is a few lookups per provider, and
- *   PostgreSQL's part is one small statement (the names, and the rows of the
- *   providers changed since the last request); before the copy, PostgreSQL's
- *   aggregation over every inventory row was the largest part.
- * - A small flat answer (tens of candidates) is a fixed cost per request
- *   spread over the stack: node's HTTP handling and hono (what GET / costs
- *   too), the one statement, and the client, server and PostgreSQL waking
- *   each other on two cores. No part of the route itself stands out.
- * - The loop as a whole is bound by CPU, not by waits. On the server the
- *   largest part is the kernel's loopback send of each answer of a thousand
- *   candidates (socket writes), then writing the body; the pass over the copy
- *   and the collector are small. PostgreSQL's share is mostly the PUT: its
- *   triggers (the stored usage, the change feed's notes and, at commit, its
- *   sequencing with each provider's state); on the server the PUT is five
- *   round trips (BEGIN, three named statements, COMMIT) through drizzle. The
- *   WAL flush the commit waits for under the feed's lock (drizzle/0010) is
- *   short on this disk next to that CPU. The client's reading of each answer
- *   takes CPU from the same two cores (bench/claims.ts parses only what its
- *   pick reads).
- * - A large nested answer (thousands of candidates) from the copy's trees:
- *   writing the candidates (routes/candidate-writer.ts) is the largest part,
- *   about a quarter of the server's CPU, then the kernel's send of the body,
- *   planning each batch (plan.ts), combining (combine.ts) and garbage
- *   collection (planning, each option and each candidate allocate); the body
- *   leaves while the search goes on, which bounds the peak memory. Read from
- *   the database, the trees kept the engine waiting: before the first batch
- *   for the lookups and the first load, then for each load, which took
- *   PostgreSQL longer than the engine took to combine the batch before; from
- *   the copy nothing waits. Over a copy of tens of thousands of providers an
- *   answer of tens of thousands of candidates sets off a full collection,
- *   whose marking costs by the copy's objects, not its bytes (hence the
- *   copy's shared sets and lists, cloud-view.ts and cloud-trees.ts), and
- *   each batch's garbage sets off scavenges (hence the planner's lists
- *   without a pair per provider, plan.ts, and options made in loops,
- *   combine.ts).
- * - A cloud too large to copy (more than 60,000 providers in trees) is read
- *   from the database batch by batch, and its huge answers keep both cores
- *   busy: the engine and the body on one, PostgreSQL's loads (each longer
- *   than the engine's work on the batch before), the collector's helpers
- *   and the client reading the body on the other; and the main thread also
- *   parses each batch's texts.
- *
- * For POST /claims (issue 13), with the caller's own transaction:
- *   candidatesInPreferenceOrder(tx: Queryable, query: CandidatesQuery,
- *     opts: { nestedAware?: boolean (default true); maxCandidates?: number;
- *             strategy?: "depth-first" | "breadth-first" })
- *     : Promise<PreferredCandidate[]>
- * or service.inPreferenceOrder(tx, query, { nestedAware }) with the app's
- * configured cap and strategy; candidatesWithSummaries(tx, query, EngineOptions)
- * gives the engine's whole result (candidates and provider summaries). Preference order is the order GET
+ * Callers with a transaction of their own (POST /claims) go straight to the
+ * engine: every read goes through their `tx`, so the candidates are those of
+ * their snapshot, never the copy's. Preference order is the order GET
  * /allocation_candidates answers in without randomize (trees in id order,
  * depth-first); `query.params.limit` stops the search early. Unknown names
- * throw the same 400 errors as the GET. Every read goes through `tx`, so the
- * candidates are those of the caller's snapshot.
+ * throw the same 400 errors as the GET.
  */
 import { setImmediate as turn } from "node:timers/promises";
 import type { Config } from "../../config.js";
@@ -193,15 +141,6 @@ export class CandidatesService {
     );
     this.emit(result, sink);
     return path;
-  }
-
-  /** candidatesInPreferenceOrder with this app's cap and strategy. */
-  inPreferenceOrder(tx: Queryable, query: CandidatesQuery, opts: { nestedAware?: boolean } = {}): Promise<PreferredCandidate[]> {
-    return candidatesInPreferenceOrder(tx, query, {
-      ...opts,
-      maxCandidates: this.config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
-      strategy: this.config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
-    });
   }
 
   /** The smaller of the request's limit and max_allocation_candidates (undefined: no cap). */

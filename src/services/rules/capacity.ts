@@ -44,7 +44,7 @@ export const canTakeSum = (inv: Pick<Room, "capacity" | "used" | "maxUnit">, tot
 /**
  * The inventory can take amounts whose smallest is `smallest`, whose sum is
  * `sum` and whose gcd is `gcd` (each amount is a multiple of step_size iff
- * their gcd is): the merge's rule in one check; canTakeSql in memory.
+ * their gcd is): the merge's rule in one check.
  */
 export const canTakeAmounts = (inv: Room, { smallest, sum, gcd }: { smallest: number; sum: number; gcd: number }): boolean =>
   smallest >= inv.minUnit && gcd % inv.stepSize === 0 && canTakeSum(inv, sum);
@@ -59,16 +59,6 @@ export const unitsAllowSql = (inv: string, amount: string): string =>
 /** SQL: `total` more fits under the capacity of the row `inv`, whose usage is `used` (default: its `used` column). */
 export const hasRoomForSql = (inv: string, total: string, used = `${inv}.used`): string =>
   `${used} + ${total} <= (${inv}.total - ${inv}.reserved) * ${inv}.allocation_ratio`;
-
-/**
- * SQL: the inventory row `inv` can take amounts whose smallest is `smallest`,
- * whose sum is `sum` and whose gcd is `gcd` (each amount is a multiple of
- * step_size iff their gcd is): the merge's rule in one pass. Each argument is
- * an SQL expression.
- */
-export function canTakeSql(inv: string, { smallest, sum, gcd }: { smallest: string; sum: string; gcd: string }): string {
-  return `${inv}.min_unit <= ${smallest} AND ${inv}.max_unit >= ${sum} AND ${gcd} % ${inv}.step_size = 0 AND ${hasRoomForSql(inv, sum)}`;
-}
 
 /** SQL: the inventory row `inv` can take the one amount `amount` (an SQL expression). */
 export const canTakeOneSql = (inv: string, amount: string): string => `${unitsAllowSql(inv, amount)} AND ${hasRoomForSql(inv, amount)}`;

@@ -67,17 +67,6 @@ export function memberSql(link: Link, idSql: string, listSql: string): string {
   return `EXISTS (SELECT 1 FROM ${table} m WHERE m.resource_provider_id = ${idSql} AND m.${column} = ANY(${listSql}))`;
 }
 
-/**
- * SQL: the provider `idSql` is among the members of `listSql`, written as
- * `id = ANY(ARRAY(members))` rather than a semi-join: in a prepared
- * statement's generic plan PostgreSQL then starts from the members by index
- * instead of reading every provider.
- */
-export function amongMembersSql(link: Link, idSql: string, listSql: string): string {
-  const { table, column } = LINKS[link];
-  return `${idSql} = ANY(ARRAY(SELECT m.resource_provider_id FROM ${table} m WHERE m.${column} = ANY(${listSql})))`;
-}
-
 /** SQL conditions (to AND together) for the expression over the provider id column `idSql`. */
 export function expressionSql<T>(link: Link, idSql: string, e: MembershipExpression<T>, listSql: (members: T[]) => string): string[] {
   const out = e.anyOf.map((list) => memberSql(link, idSql, listSql(list)));
