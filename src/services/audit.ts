@@ -10,6 +10,7 @@
 import { sql } from "drizzle-orm";
 import type { Queryable } from "../db/database.js";
 import { deleteConsumersWithoutAllocations, lockConsumers } from "./consumers.js";
+import { capacitySql, overCapacitySql } from "./rules/capacity.js";
 import { writeTransaction, type Store } from "./store.js";
 
 /** Providers that share through aggregates: an instance may legitimately allocate from one beside its own tree. */
@@ -23,15 +24,15 @@ export type OverCapacity = {
   capacity: number;
 };
 
-/** Inventories whose allocations exceed (total - reserved) * allocation_ratio. */
+/** Inventories whose allocations exceed their capacity (rules/capacity.ts, as every write checks it). */
 export async function overCapacity(q: Queryable): Promise<OverCapacity[]> {
   const res = await q.execute<OverCapacity>(sql`
     SELECT rp.uuid AS provider_uuid, rp.name AS provider_name, rc.name AS resource_class, i.used,
-           floor((i.total - i.reserved) * i.allocation_ratio)::bigint AS capacity
+           ${sql.raw(capacitySql("i"))} AS capacity
     FROM inventories i
     JOIN resource_providers rp ON rp.id = i.resource_provider_id
     JOIN resource_classes rc ON rc.id = i.resource_class_id
-    WHERE i.used > floor((i.total - i.reserved) * i.allocation_ratio)
+    WHERE ${sql.raw(overCapacitySql("i"))}
     ORDER BY rp.uuid, rc.name`);
   return res.rows;
 }

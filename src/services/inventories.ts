@@ -20,6 +20,7 @@ import {
   lockProviderForNoKeyUpdate,
   type ProviderRow,
 } from "./providers.js";
+import { capacityOf } from "./rules/capacity.js";
 import { writeTransaction, type Store } from "./store.js";
 
 /** Largest value of an integer inventory field (a signed 32-bit column). */
@@ -53,8 +54,10 @@ export const INVENTORY_DEFAULTS: Omit<InventoryData, "total"> = {
  * Placement's inventory rule (_validate_inventory_capacity): the capacity,
  * int((total - reserved) * allocation_ratio), must be positive before 1.26
  * and not negative from 1.26 (a provider kept fully reserved). So a ratio of
- * 0 is refused before 1.26 and accepted after, and a negative ratio is
- * refused while reserved is below total. Its message speaks of reserved and
+ * 0 is refused before 1.26 and accepted after, and so is a negative ratio
+ * whose product is above -1 (int() truncates it to 0); a lower product is
+ * always refused. The capacity is rules/capacity.ts's, the one every
+ * allocation write and the audit use. Its message speaks of reserved and
  * total whatever the cause. Throws InvalidInventory for the first inventory
  * that breaks it.
  */
@@ -65,7 +68,7 @@ export function assertCapacity(
   during: InvalidInventory["during"],
 ): void {
   for (const [rc, inv] of items) {
-    const capacity = Math.trunc((inv.total - inv.reserved) * inv.allocationRatio);
+    const capacity = capacityOf(inv);
     // Placement lets a negative ratio turn reserved > total into a positive capacity; we never keep reserved above
     // total (docs/placement-bugs.md).
     if (inv.reserved > inv.total || (reservedMayEqualTotal ? capacity < 0 : capacity <= 0)) throw new InvalidInventory(providerUuid, rc, reservedMayEqualTotal, during);

@@ -9,9 +9,11 @@
  *
  * In memory on Room (what every path loads per inventory), and as SQL text
  * over an `inventories` row alias for the statements that filter in
- * PostgreSQL. Amounts and used are integers, so `used + n <= x` and
- * `used + n <= int(x)` agree for any real x: the SQL compares with the
- * product itself and needs no rounding.
+ * PostgreSQL and for the audit. Both truncate toward zero as Python's int()
+ * does: floor() would differ for the negative products a negative ratio
+ * gives (Placement accepts any finite ratio), and comparing with the product
+ * unrounded would call a provider using 0 of a capacity of int(-0.5) = 0
+ * over it.
  */
 
 /** Capacity of an inventory: Python's int((total - reserved) * allocation_ratio). */
@@ -57,8 +59,10 @@ export const unitsAllowSql = (inv: string, amount: string): string =>
   `${inv}.min_unit <= ${amount} AND ${inv}.max_unit >= ${amount} AND ${amount} % ${inv}.step_size = 0`;
 
 /** SQL: `total` more fits under the capacity of the row `inv`, whose usage is `used` (default: its `used` column). */
-export const hasRoomForSql = (inv: string, total: string, used = `${inv}.used`): string =>
-  `${used} + ${total} <= (${inv}.total - ${inv}.reserved) * ${inv}.allocation_ratio`;
+export const hasRoomForSql = (inv: string, total: string, used = `${inv}.used`): string => `${used} + ${total} <= ${capacitySql(inv)}`;
+
+/** SQL: the inventory row `inv` holds more than its capacity (its ratio or reserved changed under its allocations). */
+export const overCapacitySql = (inv: string): string => `NOT (${hasRoomForSql(inv, "0")})`;
 
 /** SQL: the inventory row `inv` can take the one amount `amount` (an SQL expression). */
 export const canTakeOneSql = (inv: string, amount: string): string => `${unitsAllowSql(inv, amount)} AND ${hasRoomForSql(inv, amount)}`;
