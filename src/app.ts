@@ -1,9 +1,13 @@
 /**
- * The composition root: builds the Hono app from what it is given. The CLI's
- * `serve` and every test call this same factory with their own pool.
+ * The composition root: builds the Hono app from what it is given, and every
+ * service that keeps state for the app's lifetime (AppServices), which no
+ * route or module keeps on its own. The CLI's `serve` and every test call
+ * this same factory with their own pool, and call its close() before
+ * closing that pool. The pool, the read replicas and the metrics registry
+ * are given, so their owner closes them.
  */
 import { Hono } from "hono";
-import type { AppDeps, AppEnv, RouteDeps } from "./http/context.js";
+import type { AppDeps, AppEnv, AppServices, RouteDeps } from "./http/context.js";
 import { PlacementError, renderError } from "./http/errors.js";
 import { placementErrorFor } from "./http/error-table.js";
 import { handlerDeadline } from "./http/deadline.js";
@@ -15,7 +19,7 @@ import { createMetrics } from "./observe/metrics.js";
 import { conflictKind } from "./observe/conflict-kind.js";
 import { operationsRoutes } from "./routes/operations.js";
 import { databaseCheck, healthcheckHandler } from "./observe/healthcheck.js";
-import { perTransactionLimits, sessionLimits } from "./db/database.js";
+import { perTransactionLimits, poolOf, sessionLimits } from "./db/database.js";
 import { requestLogger } from "./observe/request-log.js";
 import { sqlState } from "./db/sql-state.js";
 import { pastHandler, variesByMicroversion } from "./http/vary.js";
@@ -34,15 +38,35 @@ import { changeRoutes } from "./routes/changes.js";
 import { claimRoutes } from "./routes/claims.js";
 import { CandidatesService } from "./services/candidates/service.js";
 import { ReplicaRoutedCandidates } from "./services/replica-candidates.js";
+import { ChangeNotifier } from "./services/changes-notifier.js";
+import { BodyPieces } from "./routes/candidates-body.js";
 import { watchReplicas } from "./observe/replica-metrics.js";
 
-export function createApp(given: AppDeps): Hono<AppEnv> {
+/** The app, the services it built, and the one close() that releases what they hold. */
+export interface PlacementApp {
+  app: Hono<AppEnv>;
+  services: AppServices;
+  /** Releases what the services hold (the change feed's LISTEN connection); call it before closing the pool. */
+  close(): Promise<void>;
+}
+
+/** The stateful services of one app over `deps`. */
+function createServices(deps: AppDeps): AppServices {
+  const candidatesOn = (db: typeof deps.db) => new CandidatesService(db, deps.config, deps.candidates);
+  return {
+    candidates: deps.reads ? new ReplicaRoutedCandidates(candidatesOn(deps.db), deps.reads, candidatesOn) : candidatesOn(deps.db),
+    candidateBodies: new BodyPieces(),
+    changes: new ChangeNotifier(poolOf(deps.db), deps.log, deps.config.PLACEMENT_DB_POOLER !== "transaction"),
+  };
+}
+
+export function createApp(given: AppDeps): PlacementApp {
   const app = new Hono<AppEnv>();
   const metrics = given.metrics ?? createMetrics();
   const deps = { ...given, metrics };
   const policy = createPolicyEnforcer(deps.config);
-  const candidatesOn = (db: typeof deps.db) => new CandidatesService(db, deps.config, deps.candidates);
   if (deps.reads) watchReplicas(metrics.registry, deps.reads);
+  const services = createServices(deps);
   const routeDeps: RouteDeps = {
     ...deps,
     store: {
@@ -51,7 +75,7 @@ export function createApp(given: AppDeps): Hono<AppEnv> {
       onRetry: metrics.transactionRetry,
       transactionLimits: perTransactionLimits(sessionLimits(deps.config)),
     },
-    services: { candidates: deps.reads ? new ReplicaRoutedCandidates(candidatesOn(deps.db), deps.reads, candidatesOn) : candidatesOn(deps.db) },
+    services,
   };
 
   const onListenerError = (err: unknown) => deps.log.error("request listener failed", { error: String(err) });
@@ -116,7 +140,7 @@ export function createApp(given: AppDeps): Hono<AppEnv> {
     return c.body(text, placementError.status as 400, { ...headers, "content-type": contentType });
   });
 
-  return app;
+  return { app, services, close: () => services.changes.close() };
 }
 
 /** Logs an unexpected failure in full and gives the client nothing internal. */

@@ -60,13 +60,14 @@ export async function serveHttp(config: Config, url: string, log: Logger): Promi
   });
   if (cluster.isWorker) reportToPrimary(metrics.registry);
   const reads = await openReadReplicas(config, url, database.db, log);
-  const app = createApp({ db: database.db, config, log, metrics, reads });
+  const { app, close: closeApp } = createApp({ db: database.db, config, log, metrics, reads });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST, serverOptions: httpServerOptions(config) }, () =>
       resolve(s as Server),
     );
     s.once("error", reject); // EADDRINUSE, EACCES: this process cannot serve
   }).catch(async (err) => {
+    await closeApp();
     await reads?.close();
     await database.close();
     throw err;
@@ -87,6 +88,7 @@ export async function serveHttp(config: Config, url: string, log: Logger): Promi
       server.closeIdleConnections();
     });
     clearInterval(closeIdle);
+    await closeApp();
     await reads?.close();
     await database.close();
   };

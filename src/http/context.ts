@@ -10,6 +10,8 @@ import type { PolicyEnforcer } from "../auth/policy.js";
 import type { CandidatesServiceOptions } from "../services/candidates/service.js";
 import type { CandidatesAnswerer } from "../services/replica-candidates.js";
 import type { ReadReplicas } from "../db/read-replicas.js";
+import type { BodyPieces } from "../routes/candidates-body.js";
+import type { ChangeNotifier } from "../services/changes-notifier.js";
 import type { Microversion } from "./microversion.js";
 
 export interface AppDeps {
@@ -24,9 +26,14 @@ export interface AppDeps {
   candidates?: CandidatesServiceOptions;
 }
 
-/** Services that keep state for the app's lifetime, made once by createApp. */
+/** Services that keep state for the app's lifetime, made once by createApp and closed by its close(). */
 export interface AppServices {
+  /** GET /allocation_candidates' service, with its cloud view (one per database it reads). */
   candidates: CandidatesAnswerer;
+  /** What the bodies of every candidates answer share: encoded provider pieces and the buffers bodies are written in. */
+  candidateBodies: BodyPieces;
+  /** Wakes GET /changes' long polls; holds a LISTEN connection while anyone waits. */
+  changes: ChangeNotifier;
 }
 
 /** What route factories are given: the app's inputs plus what createApp builds from them once. */

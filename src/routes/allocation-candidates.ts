@@ -4,13 +4,13 @@ import type { AppEnv, RouteDeps } from "../http/context.js";
 import { setLastModified } from "../http/last-modified.js";
 import { whenSent } from "../http/node-bindings.js";
 import { declareRoute } from "../http/routing.js";
-import { BodyPieces, CandidatesBody } from "./candidates-body.js";
+import { CandidatesBody } from "./candidates-body.js";
 import { candidatesRequest } from "./candidates-request.js";
 import { responseShape } from "./candidates-shape.js";
 
 export function allocationCandidateRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const pieces = new BodyPieces();
+  const pieces = deps.services.candidateBodies;
   declareRoute(app, "/allocation_candidates", {
     GET: async (c) => {
       const { mv, query } = candidatesRequest(c, "placement:allocation_candidates:list");

@@ -11,8 +11,6 @@ import type { AppEnv, RouteDeps } from "../http/context.js";
 import { declareRoute } from "../http/routing.js";
 import { queryPairs, validateQuery } from "../query/query-string.js";
 import { CHANGES_QUERY } from "../schemas/changes.js";
-import { poolOf } from "../db/database.js";
-import { ChangeNotifier } from "../services/changes-notifier.js";
 import { changesSince, currentCursor, type ProviderChange } from "../services/changes.js";
 
 /** How often a waiting reader looks again without a notification (one lost with a dropped connection). */
@@ -25,7 +23,7 @@ function shape(change: ProviderChange) {
 
 export function changeRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const notifier = new ChangeNotifier(poolOf(deps.db), deps.log, deps.config.PLACEMENT_DB_POOLER !== "transaction");
+  const notifier = deps.services.changes;
   declareRoute(app, "/changes", {
     GET: async (c) => {
       authorize(c, "placement:changes:list");

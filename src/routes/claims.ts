@@ -11,6 +11,7 @@ import type { AppEnv, RouteDeps } from "../http/context.js";
 import { badRequest } from "../http/errors.js";
 import { declareRoute } from "../http/routing.js";
 import { POST_CLAIMS } from "../schemas/claims.js";
+import { engineSettings } from "../services/candidates/service.js";
 import { claim } from "../services/claims.js";
 import { candidatesRequest } from "./candidates-request.js";
 
@@ -25,11 +26,7 @@ export function claimRoutes(deps: RouteDeps): Hono<AppEnv> {
       if (repeated) throw badRequest(`Consumer ${repeated} is named more than once.`);
       const outcome = await claim(deps.store, {
         query,
-        engine: {
-          nestedAware: mv.atLeast("1.29"),
-          maxCandidates: deps.config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
-          strategy: deps.config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
-        },
+        engine: { ...engineSettings(deps.config), nestedAware: mv.atLeast("1.29") },
         consumers: body.consumers.map((x) => ({
           consumerUuid: x.consumer_uuid,
           projectId: x.project_id,

@@ -37,6 +37,8 @@ export class ChangeNotifier {
   private readonly release = new WeakMap<pg.PoolClient, (err?: Error) => void>();
   /** The highest seq notified since the connection started listening. */
   private latest = 0;
+  /** The app closed it: no more listening, every wait is a plain timer. */
+  private closed = false;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -50,7 +52,7 @@ export class ChangeNotifier {
    * subscribes, reads, then waits cannot miss a commit in between.
    */
   async subscribe(): Promise<Subscription> {
-    if (!this.listen) return { wait: (_after, ms) => new Promise((resolve) => setTimeout(resolve, ms)), close: () => undefined };
+    if (!this.listen || this.closed) return { wait: (_after, ms) => new Promise((resolve) => setTimeout(resolve, ms)), close: () => undefined };
     this.subscribers++;
     try {
       this.client ??= this.connect();
@@ -121,6 +123,25 @@ export class ChangeNotifier {
       throw err;
     }
     return client;
+  }
+
+  /**
+   * Stops listening for good (the app is closing): waiting readers look
+   * again now and the connection goes back to the pool before the pool
+   * ends; later subscribers poll.
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    const pending = this.client;
+    this.client = undefined;
+    for (const w of [...this.waiters]) w.wake();
+    const client = await pending?.catch(() => undefined);
+    if (!client) return;
+    const release = this.release.get(client)!;
+    await client.query(`UNLISTEN ${CHANNEL}`).then(
+      () => release(),
+      (err: Error) => release(err),
+    );
   }
 
   /** Gives the connection back once nobody is subscribed. */

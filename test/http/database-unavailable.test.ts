@@ -8,8 +8,11 @@ import { freePort } from "../../src/net.js";
 
 const log = createLogger("silent");
 const database = openDatabase(`postgresql://postgres@127.0.0.1:${await freePort()}/nowhere`, 2, log);
-const app = createApp({ db: database.db, config: testConfig(), log });
-afterAll(() => database.close());
+const { app, close } = createApp({ db: database.db, config: testConfig(), log });
+afterAll(async () => {
+  await close();
+  await database.close();
+});
 
 describe("database unavailable", () => {
   it("answers 503 with the error body and no internals", async () => {

@@ -67,7 +67,7 @@ async function serverWith(replicaUrls: string[], maxLagSeconds: number) {
   const reads = await ReadReplicas.open(database.db, { primaryUrl: primary.url, replicaUrls, maxLagSeconds, poolSize: 3, limits: NO_LIMITS, log });
   opened.push(reads);
   const metrics = createMetrics();
-  const app = createApp({ db: database.db, config: testConfig({ DATABASE_URL: primary.url }), log, metrics, reads });
+  const { app } = createApp({ db: database.db, config: testConfig({ DATABASE_URL: primary.url }), log, metrics, reads });
   const request = async (method: string, path: string, body?: unknown) => {
     const res = await app.request(path, {
       method,
@@ -316,7 +316,7 @@ describe.skipIf(missing !== undefined)(`read replicas on a real streaming standb
     expect(terminated).toBeGreaterThan(0);
     expect(calls).toBeGreaterThan(body.written);
 
-    const onlyPrimary = createApp({ db: database.db, config, log, metrics: createMetrics() });
+    const onlyPrimary = createApp({ db: database.db, config, log, metrics: createMetrics() }).app;
     const direct = await onlyPrimary.request("/allocation_candidates?resources=VCPU:1", {
       headers: { "x-auth-token": "admin", "openstack-api-version": "placement 1.39", accept: "application/json" },
     });

@@ -23,7 +23,7 @@ const DB = "pooler_standby";
 let primary: Cluster;
 let standby: Cluster;
 let onStandby: Database;
-let app: ReturnType<typeof createApp>;
+let app: ReturnType<typeof createApp>["app"];
 
 const request = (method: string, path: string, body?: unknown) =>
   app.request(path, {
@@ -44,7 +44,7 @@ describe.skipIf(unavailable !== undefined)("pointed at a hot standby", () => {
     const config = testConfig({ DATABASE_URL: standby.urlFor(DB) });
     const log = createLogger("silent");
     onStandby = openDatabase(standby.urlFor(DB), 4, log, sessionLimits(config));
-    app = createApp({ db: onStandby.db, config, log, metrics: createMetrics() });
+    ({ app } = createApp({ db: onStandby.db, config, log, metrics: createMetrics() }));
   }, 120_000);
 
   afterAll(async () => {

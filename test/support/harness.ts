@@ -67,7 +67,8 @@ export async function startHarness(
   // (max_connections 100 by default); race tests ask for the clients they race.
   const database = openDatabase(options.via?.(testDb.url) ?? testDb.url, options.poolSize ?? 10, log, sessionLimits(config));
   const metrics = createMetrics();
-  const app = createApp({ db: database.db, config, log, metrics });
+  const { app, close: closeApp } = createApp({ db: database.db, config, log, metrics });
+  const others: Array<() => Promise<void>> = [];
 
   const requester = (app: Hono<AppEnv>) => async (method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> => {
     const headers: Record<string, string> = { accept: "application/json" };
@@ -98,9 +99,14 @@ export async function startHarness(
     config,
     metrics,
     request,
-    requestVia: (candidates) => requester(createApp({ db: database.db, config, log, candidates })),
+    requestVia: (candidates) => {
+      const other = createApp({ db: database.db, config, log, candidates });
+      others.push(other.close);
+      return requester(other.app);
+    },
     sql: async (text, params) => (await database.pool.query(text, params as unknown[])).rows,
     close: async () => {
+      for (const close of [closeApp, ...others]) await close();
       await database.close();
       await testDb.drop();
     },

@@ -78,6 +78,15 @@ export type CandidatesConfig = Pick<
   | "PLACEMENT_DB_POOLER"
 >;
 
+/** What the configuration says of how the engine searches: read here only, for GET /allocation_candidates and POST /claims alike. */
+export function engineSettings(config: CandidatesConfig): Pick<EngineOptions, "randomize" | "maxCandidates" | "strategy"> {
+  return {
+    randomize: config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
+    maxCandidates: config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
+    strategy: config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
+  };
+}
+
 export interface CandidatesServiceOptions {
   /**
    * Tests only: answer every request by this path (a request it cannot take
@@ -151,13 +160,7 @@ export class CandidatesService {
   }
 
   private engineOptions(nestedAware: boolean, sink: CandidatesSink): EngineOptions {
-    return {
-      nestedAware,
-      randomize: this.config.PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES,
-      maxCandidates: this.config.PLACEMENT_MAX_ALLOCATION_CANDIDATES,
-      strategy: this.config.PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY,
-      onCandidate: sink.candidate,
-    };
+    return { ...engineSettings(this.config), nestedAware, onCandidate: sink.candidate };
   }
 
   /** The engine's result into `sink` (none: an empty answer). */
