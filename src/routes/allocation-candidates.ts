@@ -5,8 +5,8 @@ import { setLastModified } from "../http/last-modified.js";
 import { whenSent } from "../http/node-bindings.js";
 import { declareRoute } from "../http/routing.js";
 import { CandidatesBody } from "./candidates-body.js";
+import { answerShape } from "../services/candidates/answer-shape.js";
 import { candidatesRequest } from "./candidates-request.js";
-import { responseShape } from "./candidates-shape.js";
 
 export function allocationCandidateRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -14,8 +14,9 @@ export function allocationCandidateRoutes(deps: RouteDeps): Hono<AppEnv> {
   declareRoute(app, "/allocation_candidates", {
     GET: async (c) => {
       const { mv, query } = candidatesRequest(c, "placement:allocation_candidates:list");
-      const body = new CandidatesBody(responseShape(mv), query, pieces);
-      const answering = deps.services.candidates.answer(query, mv.atLeast("1.29"), body);
+      const shape = answerShape(mv);
+      const body = new CandidatesBody(shape, query, pieces);
+      const answering = deps.services.candidates.answer(query, shape, body);
       answering.then(
         () => deps.metrics.candidatesReturned(body.written),
         () => undefined, // answered through body.respond

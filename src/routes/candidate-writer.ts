@@ -20,7 +20,8 @@ import { ascii, type BodyWriter } from "../http/body-writer.js";
 import type { Candidate, GroupOption, ResourceRequest } from "../services/candidates/combine.js";
 import type { NamesById } from "../services/candidates/generate.js";
 import { IdMap } from "../services/candidates/id-map.js";
-import { ARRAY_CLOSE, COMMA, type ResponseShape } from "./candidates-shape.js";
+import { ARRAY_CLOSE, COMMA } from "./candidates-shape.js";
+import type { AnswerShape } from "../services/candidates/answer-shape.js";
 
 const RESOURCES_OPEN = ascii(':{"resources":{');
 
@@ -127,7 +128,7 @@ const CLOSE_TWO = ascii("}}");
 const LIST_CLOSE = ascii("]}");
 const ARRAY_OPEN = ascii(":[");
 
-export function candidateWriter(w: BodyWriter, shape: ResponseShape, arena: UuidArena, uuid: UuidPieces): (cand: Candidate, names: NamesById) => void {
+export function candidateWriter(w: BodyWriter, shape: AnswerShape, arena: UuidArena, uuid: UuidPieces): (cand: Candidate, names: NamesById) => void {
   // `"NAME":amount` per class and amount (amounts repeat across candidates; String() of each made garbage).
   const classAmount = new Map<number, Map<number, Buffer>>();
   const suffixKey = new Map<string, Buffer>();

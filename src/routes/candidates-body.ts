@@ -18,7 +18,8 @@ import { IdMap } from "../services/candidates/id-map.js";
 import type { FlatAnswer } from "../services/candidates/flat-answer.js";
 import type { NamesById } from "../services/candidates/generate.js";
 import type { CandidatesSink } from "../services/candidates/service.js";
-import { ARRAY_CLOSE, BODY_CLOSE, CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN, type ResponseShape } from "./candidates-shape.js";
+import { ARRAY_CLOSE, BODY_CLOSE, CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN } from "./candidates-shape.js";
+import type { AnswerShape } from "../services/candidates/answer-shape.js";
 import { candidateWriter, ProviderPieces, writeQuoted, writeResourcesOpen, type UuidArena, type UuidPieces } from "./candidate-writer.js";
 import { FlatBodyPieces, renderFlatBody } from "./flat-candidates-body.js";
 
@@ -46,7 +47,7 @@ export class CandidatesBody implements CandidatesSink {
   private liveBody?: LiveBody;
 
   constructor(
-    private readonly shape: ResponseShape,
+    private readonly shape: AnswerShape,
     private readonly query: CandidatesQuery,
     private readonly pieces: BodyPieces,
   ) {
@@ -163,7 +164,7 @@ const NULL = ascii("null");
  * class keys and trait names are encoded once, and constant punctuation is
  * one piece where it meets.
  */
-function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQuery, r: CandidatesResult, arena: UuidArena, uuid: UuidPieces): void {
+function writeSummaries(w: BodyWriter, shape: AnswerShape, query: CandidatesQuery, r: CandidatesResult, arena: UuidArena, uuid: UuidPieces): void {
   const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
   const quotedName = new Map<string, Buffer>();
   const name = (text: string) => {

@@ -11,6 +11,7 @@ import type { AppEnv, RouteDeps } from "../http/context.js";
 import { badRequest } from "../http/errors.js";
 import { declareRoute } from "../http/routing.js";
 import { POST_CLAIMS } from "../schemas/claims.js";
+import { answerShape } from "../services/candidates/answer-shape.js";
 import { engineSettings } from "../services/candidates/service.js";
 import { claim } from "../services/claims.js";
 import { candidatesRequest } from "./candidates-request.js";
@@ -26,7 +27,7 @@ export function claimRoutes(deps: RouteDeps): Hono<AppEnv> {
       if (repeated) throw badRequest(`Consumer ${repeated} is named more than once.`);
       const outcome = await claim(deps.store, {
         query,
-        engine: { ...engineSettings(deps.config), nestedAware: mv.atLeast("1.29") },
+        engine: { ...engineSettings(deps.config), shape: answerShape(mv) },
         consumers: body.consumers.map((x) => ({
           consumerUuid: x.consumer_uuid,
           projectId: x.project_id,

@@ -26,7 +26,8 @@ import { ascii, type BodyWriter } from "../http/body-writer.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
 import type { FlatAnswer } from "../services/candidates/flat-answer.js";
 import type { ProviderDetails } from "../services/candidates/cloud-view.js";
-import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN, type ResponseShape } from "./candidates-shape.js";
+import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN } from "./candidates-shape.js";
+import type { AnswerShape } from "../services/candidates/answer-shape.js";
 
 interface EncodedProvider {
   /** Which class names the pieces spell (see namingOf). */
@@ -95,7 +96,7 @@ function usageOf(pairs: readonly number[], classId: number): number {
 const namingOf = (classNames: Map<number, string>): string => [...classNames].join(";");
 
 /** The text of one allocation request, around the place where the provider's quoted uuid goes (each place). */
-function requestTemplate(shape: ResponseShape, query: CandidatesQuery, amounts: Map<string, number>): string[] {
+function requestTemplate(shape: AnswerShape, query: CandidatesQuery, amounts: Map<string, number>): string[] {
   const resources = `{"resources":{${[...amounts].map(([rc, n]) => `${JSON.stringify(rc)}:${n}`).join(",")}}}`;
   if (!shape.dictForm) return ['{"allocations":[{"resource_provider":{"uuid":', `},${resources.slice(1)}]}`];
   if (!shape.mappings) return ['{"allocations":{', `:${resources}}}`];
@@ -104,11 +105,11 @@ function requestTemplate(shape: ResponseShape, query: CandidatesQuery, amounts: 
 }
 
 /** The summary form: which parts a summary shows (before 1.27 only the requested classes). */
-function summaryForm(shape: ResponseShape, requestedIds: Set<number | undefined>): string {
+function summaryForm(shape: AnswerShape, requestedIds: Set<number | undefined>): string {
   return `${shape.allClasses ? "*" : [...requestedIds].join(",")}|${shape.traits ? "t" : ""}|${shape.tree ? "r" : ""}`;
 }
 
-function summaryPieces(form: string, shape: ResponseShape, details: ProviderDetails, quotedUuid: string, requestedIds: Set<number | undefined>, classNames: Map<number, string>): SummaryPieces {
+function summaryPieces(form: string, shape: AnswerShape, details: ProviderDetails, quotedUuid: string, requestedIds: Set<number | undefined>, classNames: Map<number, string>): SummaryPieces {
   const parts: string[] = [];
   const classIds: number[] = [];
   let open = `${quotedUuid}:{"resources":{`;
@@ -138,7 +139,7 @@ function wholeSummary({ parts, classIds }: SummaryPieces, used: readonly number[
 }
 
 /** The body, written by `w` (made to hold about 512 bytes per candidate). */
-export function renderFlatBody(w: BodyWriter, shape: ResponseShape, query: CandidatesQuery, { anchors, classNames, names }: FlatAnswer, pieces: FlatBodyPieces): Buffer<ArrayBuffer> {
+export function renderFlatBody(w: BodyWriter, shape: AnswerShape, query: CandidatesQuery, { anchors, classNames, names }: FlatAnswer, pieces: FlatBodyPieces): Buffer<ArrayBuffer> {
   const amounts = new Map<string, number>();
   for (const g of query.groups) for (const [rc, amount] of g.resources) amounts.set(rc, (amounts.get(rc) ?? 0) + amount);
   const template = requestTemplate(shape, query, amounts);

@@ -70,7 +70,7 @@ export interface ClaimConsumer {
 
 export interface ClaimRequest {
   query: CandidatesQuery;
-  engine: Pick<EngineOptions, "nestedAware" | "maxCandidates" | "strategy">;
+  engine: Pick<EngineOptions, "shape" | "maxCandidates" | "strategy">;
   /** One instance each, claimed in this order. */
   consumers: readonly ClaimConsumer[];
   pick: PickPolicy;

@@ -11,6 +11,7 @@ import type { Db } from "../db/database.js";
 import type { ReadReplicas } from "../db/read-replicas.js";
 import { sqlStateMeaning } from "../db/sql-state.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
+import type { AnswerShape } from "./candidates/answer-shape.js";
 import type { CandidatesPath, CandidatesService, CandidatesSink } from "./candidates/service.js";
 
 export type CandidatesAnswerer = Pick<CandidatesService, "answer">;
@@ -25,16 +26,16 @@ export class ReplicaRoutedCandidates implements CandidatesAnswerer {
     private readonly serviceOn: (db: Db) => CandidatesService,
   ) {}
 
-  async answer(query: CandidatesQuery, nestedAware: boolean, sink: CandidatesSink): Promise<CandidatesPath | undefined> {
+  async answer(query: CandidatesQuery, shape: AnswerShape, sink: CandidatesSink): Promise<CandidatesPath | undefined> {
     const target = this.replicas.pick();
     if (!target.replica) {
       this.replicas.served("primary");
-      return this.onPrimary.answer(query, nestedAware, sink);
+      return this.onPrimary.answer(query, shape, sink);
     }
     let service = this.onStandby.get(target.db);
     if (!service) this.onStandby.set(target.db, (service = this.serviceOn(target.db)));
     try {
-      const path = await service.answer(query, nestedAware, sink);
+      const path = await service.answer(query, shape, sink);
       this.replicas.served("replica");
       return path;
     } catch (err) {
@@ -43,7 +44,7 @@ export class ReplicaRoutedCandidates implements CandidatesAnswerer {
       if (meaning === "unavailable") target.unavailable(err);
       if (!sink.discard()) throw err;
       this.replicas.served("primary");
-      return this.onPrimary.answer(query, nestedAware, sink);
+      return this.onPrimary.answer(query, shape, sink);
     }
   }
 }

@@ -10,7 +10,7 @@ import { Microversion } from "../../src/http/microversion.js";
 import type { CandidatesQuery } from "../../src/query/request-groups.js";
 import { ProviderPieces } from "../../src/routes/candidate-writer.js";
 import { BodyPieces, CandidatesBody } from "../../src/routes/candidates-body.js";
-import { responseShape } from "../../src/routes/candidates-shape.js";
+import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import { mergeGroups, roundRobin, type Candidate, type GroupOption, type ResourceRequest } from "../../src/services/candidates/combine.js";
 import type { CandidatesResult } from "../../src/services/candidates/engine.js";
 
@@ -67,7 +67,7 @@ function expected(cand: Candidate, mv: Microversion): unknown {
 }
 
 async function written(cands: Candidate[], mv: Microversion): Promise<string> {
-  const body = new CandidatesBody(responseShape(mv), query, new BodyPieces());
+  const body = new CandidatesBody(answerShape(mv), query, new BodyPieces());
   const answering = (async () => {
     await Promise.resolve();
     for (const c of cands) body.candidate(c, names);

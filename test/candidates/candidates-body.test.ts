@@ -1,7 +1,7 @@
 /** The answer's body as the service's sink, whole or leaving while the engine still works: no database. */
 import { describe, expect, it } from "vitest";
 import { BodyPieces, CandidatesBody } from "../../src/routes/candidates-body.js";
-import { responseShape } from "../../src/routes/candidates-shape.js";
+import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import { Microversion } from "../../src/http/microversion.js";
 import type { CandidatesQuery } from "../../src/query/request-groups.js";
 import type { CandidatesResult } from "../../src/services/candidates/engine.js";
@@ -10,7 +10,7 @@ const names = { uuidOf: (id: number) => `00000000-0000-4000-8000-${String(id).pa
 const query = { groups: [], params: {} } as unknown as CandidatesQuery;
 const emptyResult: CandidatesResult = { candidates: [], count: 0, summaries: [], ...names };
 
-const newBody = () => new CandidatesBody(responseShape(Microversion.from("1.39")), query, new BodyPieces());
+const newBody = () => new CandidatesBody(answerShape(Microversion.from("1.39")), query, new BodyPieces());
 
 function writeCandidate(body: CandidatesBody, i: number): void {
   const providerId = (i % 1000) + 1;

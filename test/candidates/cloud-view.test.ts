@@ -18,7 +18,7 @@ import { createLogger } from "../../src/log.js";
 import { CloudView } from "../../src/services/candidates/cloud-view.js";
 import type { Harness } from "../support/harness.js";
 import { overcommitted, usageDrift } from "../allocations/fixtures.js";
-import { custom, everyPath, startData, type Data } from "./data.js";
+import { alone, custom, everyPath, startData, type Data } from "./data.js";
 
 let t: Harness;
 let d: Data;
@@ -125,7 +125,7 @@ describe("the flat view", () => {
     const workers = 6;
     const providers = await Promise.all(Array.from({ length: workers }, () => d.provider({ inventory: { [CPU]: 100 } })));
     // Two apps, so two copies follow the feed at once.
-    const other = t.requestVia({ forcePath: "flat-view" });
+    const other = t.requestVia(alone("flat-view"));
     const claim = (uuid: string, consumer: string, amount: number) =>
       t.request("PUT", `/allocations/${consumer}`, {
         body: {
@@ -256,13 +256,13 @@ describe("the view's bounds", () => {
       for (let i = 0; i < 3; i++) made.push(await own.d.provider({ inventory: { [CPU]: 4 } }));
       // Each read of the bounded app is a full read, so the count is looked at every time.
       const bounded = own.t.requestVia({ view: { maxProviders: 2, fullReadEveryMs: 0 } });
-      const viewOnly = own.t.requestVia({ forcePath: "flat-view", view: { maxProviders: 2, fullReadEveryMs: 0 } });
+      const viewOnly = own.t.requestVia({ ...alone("flat-view"), view: { maxProviders: 2, fullReadEveryMs: 0 } });
       const query = `/allocation_candidates?resources=${CPU}:1`;
-      const engine = await own.t.requestVia({ forcePath: "general" })("GET", query);
+      const engine = await own.t.requestVia(alone("general"))("GET", query);
       const answer = await bounded("GET", query);
       expect(answer.status).toBe(200);
       expect(answer.text).toBe(engine.text);
-      // Forced onto the view, which declines the cloud: the test-only forcing fails the request.
+      // The flat view alone, which declines the cloud: no path takes the request, which fails.
       expect((await viewOnly("GET", query)).status).toBe(500);
       await own.d.remove(made[2]);
       const small = await viewOnly("GET", query);
@@ -282,9 +282,9 @@ describe("the view's bounds", () => {
       await own.d.provider({ parent: root, inventory: { [CPU]: 4 } });
       const view = { maxProviders: 10, maxTreeProviders: 2, fullReadEveryMs: 0 };
       const bounded = own.t.requestVia({ view });
-      const treesOnly = own.t.requestVia({ forcePath: "tree-view", view });
+      const treesOnly = own.t.requestVia({ ...alone("tree-view"), view });
       const query = `/allocation_candidates?resources=${CPU}:1`;
-      const engine = await own.t.requestVia({ forcePath: "general" })("GET", query);
+      const engine = await own.t.requestVia(alone("general"))("GET", query);
       expect((await bounded("GET", query)).text).toBe(engine.text);
       // Three providers in a tree: over the tree bound, though under the flat one.
       expect((await treesOnly("GET", query)).status).toBe(500);

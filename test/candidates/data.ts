@@ -5,7 +5,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { expect } from "vitest";
-import type { CandidatesPath } from "../../src/services/candidates/service.js";
+import { flatSourcePath } from "../../src/services/candidates/paths/flat-source.js";
+import { flatViewPath } from "../../src/services/candidates/paths/flat-view.js";
+import { generalPath } from "../../src/services/candidates/paths/general.js";
+import type { AnswerPath } from "../../src/services/candidates/paths/path.js";
+import { treeViewPath } from "../../src/services/candidates/paths/tree-view.js";
+import type { CandidatesPath, CandidatesServiceOptions } from "../../src/services/candidates/service.js";
 import { startHarness, type Harness, type TestResponse } from "../support/harness.js";
 
 export interface Inv {
@@ -112,25 +117,45 @@ export async function startData(): Promise<{ t: Harness; d: Data }> {
   return { t, d: new Data(t) };
 }
 
-/** The paths that can answer on a flat cloud (the general plan, over the database or the view's trees, answers any cloud). */
+/**
+ * Each answer path built to run alone, every request to it (the tree view
+ * over flat clouds too, which the service's own list leaves to the flat
+ * paths).
+ */
+const ALONE: Record<CandidatesPath, AnswerPath> = {
+  "flat-view": flatViewPath,
+  "tree-view": treeViewPath({ overFlatClouds: true }),
+  "flat-source": flatSourcePath,
+  general: generalPath,
+};
+
+/** Candidates options for a service answering by `path` alone (a request it declines fails). */
+export const alone = (path: CandidatesPath): Pick<CandidatesServiceOptions, "paths"> => ({ paths: [ALONE[path]] });
+
+/** The paths that can answer on a flat cloud: every path (the general plan, over the database or the view's trees, answers any cloud). */
 export const FLAT_CLOUD_PATHS = ["flat-view", "flat-source", "general", "tree-view"] as const satisfies readonly CandidatesPath[];
 
 /** The paths that can answer any cloud: the general plan over the database's reads and over the view's trees. */
 export const TREE_CLOUD_PATHS = ["general", "tree-view"] as const satisfies readonly CandidatesPath[];
 
 /**
- * GET /allocation_candidates?query through each of `paths` in turn (each an
- * app forcing it), asserting they answer alike: the same bytes, or the same
- * error status and detail. Returns the first path's answer.
+ * GET /allocation_candidates?query through the service's own choice of path
+ * (the default app) and through each of `paths` alone (an app each),
+ * asserting they answer alike: the same bytes, or the same error status and
+ * detail. A path in `mayDecline` may instead decline the request (no path
+ * of its app takes it: a 500); any other must answer. Returns the service's
+ * own answer.
  */
-export function everyPath(t: Harness, paths: readonly CandidatesPath[] = FLAT_CLOUD_PATHS) {
-  const via = paths.map((forcePath) => ({ forcePath, request: t.requestVia({ forcePath }) }));
+export function everyPath(t: Harness, paths: readonly CandidatesPath[] = FLAT_CLOUD_PATHS, options: { mayDecline?: readonly CandidatesPath[] } = {}) {
+  const via = [{ path: "the service's choice", request: t.request }, ...paths.map((path) => ({ path, request: t.requestVia(alone(path)) }))];
   return async (query: string, version = "latest"): Promise<TestResponse> => {
     const answers = [];
     for (const { request } of via) answers.push(await request("GET", `/allocation_candidates?${query}`, { version }));
     const [first, ...rest] = answers;
     for (let i = 0; i < rest.length; i++) {
-      const what = `${via[i + 1].forcePath} against ${via[0].forcePath} for ${query} at ${version}`;
+      const path = via[i + 1].path;
+      if (rest[i].status === 500 && options.mayDecline?.includes(path as CandidatesPath)) continue;
+      const what = `${path} against ${via[0].path} for ${query} at ${version}`;
       expect(rest[i].status, what).toBe(first.status);
       if (first.status === 200) expect(rest[i].text, what).toBe(first.text);
       else expect(rest[i].body?.errors?.[0]?.detail, what).toBe(first.body?.errors?.[0]?.detail);

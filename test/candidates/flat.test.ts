@@ -9,7 +9,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Harness } from "../support/harness.js";
-import { custom, everyPath, startData, type Data } from "./data.js";
+import { alone, custom, everyPath, startData, type Data } from "./data.js";
 
 let t: Harness;
 let d: Data;
@@ -96,7 +96,7 @@ describe("flat deployments", () => {
       const CPU = custom("CPU");
       const made = [];
       for (let i = 0; i < 6; i++) made.push(await own.d.provider({ inventory: { [CPU]: 2 } }));
-      const view = own.t.requestVia({ forcePath: "flat-view" });
+      const view = own.t.requestVia(alone("flat-view"));
       const ask = async (query: string) => uuids(await view("GET", `/allocation_candidates?${query}`, { version: "latest" }));
       expect(await ask(`resources=${CPU}:1`)).toEqual(made.map((p) => p.uuid));
       // Four more, after the view's first read: they come after the first six.

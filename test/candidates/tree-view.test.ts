@@ -12,6 +12,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Microversion } from "../../src/http/microversion.js";
 import { parseCandidatesQuery } from "../../src/query/request-groups.js";
+import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import { CandidatesService, type CandidatesSink } from "../../src/services/candidates/service.js";
 import type { Harness } from "../support/harness.js";
 import { custom, everyPath, startData, TREE_CLOUD_PATHS, type Data, type Provider } from "./data.js";
@@ -42,10 +43,10 @@ describe("the tree view", () => {
     const root = await d.provider();
     await d.provider({ parent: root, inventory: { [VF]: 4 } });
     const sink = countingSink();
-    expect(await service.answer(parse(`resources=${VF}:1`), true, sink)).toBe("tree-view");
+    expect(await service.answer(parse(`resources=${VF}:1`), answerShape(Microversion.from("1.39")), sink)).toBe("tree-view");
     expect(sink.count).toBe(1);
     // A trait nobody defined: Placement's 400 comes from the engine's reads.
-    await expect(service.answer(parse(`resources=${VF}:1&required=${custom("NOPE")}`), true, countingSink())).rejects.toThrow(/no such trait/);
+    await expect(service.answer(parse(`resources=${VF}:1&required=${custom("NOPE")}`), answerShape(Microversion.from("1.39")), countingSink())).rejects.toThrow(/no such trait/);
   });
 
   it("follows a subtree moved to another tree, a child deleted and a sharing provider joining an aggregate, all through the API", async () => {

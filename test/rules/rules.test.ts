@@ -2,7 +2,7 @@
  * The provider rules written once (src/services/rules/): the in-memory
  * predicates on plain data, no database. Their SQL halves are exercised by
  * every candidates and provider-list test through the statements that use
- * them, and kept equal to these by test/candidates/differential.test.ts.
+ * them, and kept equal to these by test/candidates/contract.test.ts.
  */
 import { describe, expect, it } from "vitest";
 import { canTake, canTakeSum, capacityOf, hasRoomFor, unitsAllow } from "../../src/services/rules/capacity.js";

@@ -25,7 +25,8 @@ import { createMetrics, type Metrics } from "../../src/observe/metrics.js";
 import { queryPairs } from "../../src/query/query-string.js";
 import { parseCandidatesQuery } from "../../src/query/request-groups.js";
 import { BodyPieces, CandidatesBody } from "../../src/routes/candidates-body.js";
-import { responseShape } from "../../src/routes/candidates-shape.js";
+import { answerShape } from "../../src/services/candidates/answer-shape.js";
+import { generalPath } from "../../src/services/candidates/paths/general.js";
 import { CandidatesService, type CandidatesSink } from "../../src/services/candidates/service.js";
 import { ReplicaRoutedCandidates } from "../../src/services/replica-candidates.js";
 import { runPlacement } from "../support/cli-process.js";
@@ -293,9 +294,9 @@ describe.skipIf(missing !== undefined)(`read replicas on a real streaming standb
     const mv = Microversion.from("1.39");
     const query = parseCandidatesQuery(queryPairs("http://placement/allocation_candidates?resources=VCPU:1"), mv);
     const config = testConfig({ DATABASE_URL: primary.url });
-    const overDatabase = { forcePath: "general" } as const;
+    const overDatabase = { paths: [generalPath] };
     const routed = new ReplicaRoutedCandidates(new CandidatesService(database.db, config, overDatabase), server.reads, (db) => new CandidatesService(db, config, overDatabase));
-    const body = new CandidatesBody(responseShape(mv), query, new BodyPieces());
+    const body = new CandidatesBody(answerShape(mv), query, new BodyPieces());
     let calls = 0;
     let terminated = 0;
     // The standby's sessions end under the engine as its first candidate is written: what was written
@@ -312,7 +313,7 @@ describe.skipIf(missing !== undefined)(`read replicas on a real streaming standb
       flat: (answer) => body.flat(answer),
       discard: () => body.discard(),
     };
-    const out = await body.respond(routed.answer(query, true, cutting), () => undefined);
+    const out = await body.respond(routed.answer(query, answerShape(mv), cutting), () => undefined);
     expect(terminated).toBeGreaterThan(0);
     expect(calls).toBeGreaterThan(body.written);
 

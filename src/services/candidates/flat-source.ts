@@ -14,6 +14,7 @@ import { and, sql, type SQL } from "drizzle-orm";
 import type { Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
 import type { GroupOption } from "./combine.js";
+import { generate, inTreeRoots, classNamesOf, type CandidatesResult, type EngineOptions } from "./generate.js";
 import { inTreeSql, rootTraitExpression } from "../rules/trees.js";
 import { aggregateConditions, capacityForAll, traitConditions } from "./conditions.js";
 import { loadTrees, type IdsByName, type TreeData } from "./sql.js";
@@ -29,6 +30,15 @@ export interface FlatPlan {
 }
 
 type OptionsAt = (anchor: number) => GroupOption[][];
+
+/** The candidates of `query` on a flat cloud, read through `tx`; undefined when it cannot match at all. */
+export async function flatSourceCandidates(tx: Queryable, query: CandidatesQuery, names: IdsByName, opts: EngineOptions): Promise<CandidatesResult | undefined> {
+  const treeRoots = inTreeRoots(query, names);
+  const plan = treeRoots && planFlat(tx, query, names, treeRoots);
+  if (!plan) return undefined;
+  const source = { ...plan, load: (roots: number[]) => loadTrees(tx, roots), trees: false, rootOf: () => undefined, isSharing: () => false, onePerAnchor: true };
+  return generate(query, opts, source, classNamesOf(names));
+}
 
 /** The flat plan, or undefined when the request cannot match at all (Placement's early "no candidates"). */
 export function planFlat(tx: Queryable, query: CandidatesQuery, names: IdsByName, treeRoots: Map<string, number>): FlatPlan | undefined {

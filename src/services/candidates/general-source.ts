@@ -14,13 +14,27 @@ import type { CandidatesQuery } from "../../query/request-groups.js";
 import { unique } from "../../query/values.js";
 import { SHARING_TRAIT } from "./cloud-shape.js";
 import { spreadOptions, type GroupOption } from "./combine.js";
-import type { AnchorSource } from "./generate.js";
+import { classNamesOf, generate, inTreeRoots, type AnchorSource, type CandidatesResult, type EngineOptions } from "./generate.js";
 import { IdMap } from "./id-map.js";
 import { EMPTY, planBatch, resourcelessProviders, type Members, type Scope } from "./plan.js";
 import type { IdsByName, TreeData } from "./sql.js";
 import type { TreeReads } from "./tree-reads.js";
 
 export type { Members } from "./plan.js";
+
+/**
+ * The general plan over `reads` (the database's, or the cloud view's) for a
+ * request whose names are all known (namesKnown), its in_tree providers
+ * among them; undefined when it can have no candidates.
+ */
+export async function generalCandidates(reads: TreeReads, query: CandidatesQuery, names: IdsByName, opts: EngineOptions): Promise<CandidatesResult | undefined> {
+  const treeRoots = inTreeRoots(query, names);
+  if (!treeRoots) return undefined;
+  // As Placement: a resourceless group is found through its positive filters only; without any, nothing matches.
+  if (query.groups.some((g) => g.resources.size === 0 && g.traits.required.length === 0 && g.aggregates.memberOf.length === 0)) return undefined;
+  const members = await loadMembers(reads, query, names);
+  return generate(query, opts, generalSource(reads, query, names, treeRoots, members), classNamesOf(names));
+}
 
 /**
  * What every batch of `query` shares, in at most three reads: the

@@ -6,13 +6,14 @@
  * the general plan (general-source.ts) and the flat source (flat-source.ts).
  */
 import type { CandidatesQuery } from "../../query/request-groups.js";
+import type { AnswerShape } from "./answer-shape.js";
 import { candidateKey, mergeGroups, roundRobin, shuffle, sortByKey, type Candidate, type GroupOption } from "./combine.js";
 import { IdMap, IdSet } from "./id-map.js";
-import type { TreeData, TreeInventory, TreeProvider } from "./sql.js";
+import type { IdsByName, TreeData, TreeInventory, TreeProvider } from "./sql.js";
 
 export interface EngineOptions {
-  /** From 1.29: candidates may take resources from several providers of one tree. */
-  nestedAware: boolean;
+  /** The answer's shape; the search reads its `tree` (1.29: candidates may take resources from several providers of one tree). */
+  shape: Pick<AnswerShape, "tree">;
   randomize: boolean;
   /** Placement's max_allocation_candidates; -1 for no cap. */
   maxCandidates: number;
@@ -124,7 +125,7 @@ export async function generate(
       return undefined;
     },
   };
-  const excludeNested = !opts.nestedAware && source.trees;
+  const excludeNested = !opts.shape.tree && source.trees;
   const rootOfProvider = (id: number) => providers.get(id)?.rootId ?? source.rootOf(id)!;
 
   const out: Candidate[] = [];
@@ -242,3 +243,18 @@ export function emptyResult(rcNames: Map<number, string>): CandidatesResult {
     resourceClassName: (id) => rcNames.get(id)!,
   };
 }
+
+/** in_tree roots by group suffix; undefined when one names no provider (no candidates at all). */
+export function inTreeRoots(query: CandidatesQuery, names: IdsByName): Map<string, number> | undefined {
+  const treeRoots = new Map<string, number>();
+  for (const g of query.groups) {
+    if (!g.inTree) continue;
+    const root = names.treeRoots.get(g.inTree);
+    if (root === undefined) return undefined;
+    treeRoots.set(g.suffix, root);
+  }
+  return treeRoots;
+}
+
+/** Class id to name for the classes the lookup found (a tree load adds every other class's). */
+export const classNamesOf = (names: IdsByName): Map<number, string> => new Map([...names.resourceClasses].map(([name, id]) => [id, name]));

@@ -3,7 +3,7 @@
  * (cloud-trees.ts) instead of the database: the same answers as the
  * database's reads in the snapshot the view was brought to, with no round
  * trip, no text to parse and no objects made per request for what did not
- * change. The differential test forces this path and the database's over the
+ * change. The contract suite runs this path and the database's alone over the
  * same clouds and compares the bytes.
  *
  * Between batches it waits on `between` (the sink's room): a turn of the
