@@ -16,19 +16,22 @@ export interface CloudShape {
 
 export const isFlat = (shape: CloudShape): boolean => !shape.hasTrees && !shape.hasSharing;
 
+/** The kinds of SHAPE_ROWS' rows: some provider has a parent; some provider shares. */
+export const SHAPE_ROW = { nested: "nested", sharing: "sharing" } as const;
+
 /**
- * Rows `('n', id, '')` when some provider has a parent and `('s', id, '')`
- * when some provider shares: three columns, to be UNIONed into a statement's
- * name rows. Each stops at its first row.
+ * Rows `('nested', id, '')` when some provider has a parent and
+ * `('sharing', id, '')` when some provider shares: three columns, to be
+ * UNIONed into a statement's name rows. Each stops at its first row.
  */
-export const SHAPE_ROWS = `(SELECT 'n', id, '' FROM resource_providers WHERE parent_provider_id IS NOT NULL LIMIT 1)
-      UNION ALL (SELECT 's', rpt.resource_provider_id, '' FROM resource_provider_traits rpt
+export const SHAPE_ROWS = `(SELECT '${SHAPE_ROW.nested}', id, '' FROM resource_providers WHERE parent_provider_id IS NOT NULL LIMIT 1)
+      UNION ALL (SELECT '${SHAPE_ROW.sharing}', rpt.resource_provider_id, '' FROM resource_provider_traits rpt
                  WHERE rpt.trait_id = (SELECT id FROM traits WHERE name = '${SHARING_TRAIT}') LIMIT 1)`;
 
 /** Reads one SHAPE_ROWS row into `shape`; false when the kind is not one of them. */
 export function readShapeRow(kind: string, shape: CloudShape): boolean {
-  if (kind === "n") shape.hasTrees = true;
-  else if (kind === "s") shape.hasSharing = true;
+  if (kind === SHAPE_ROW.nested) shape.hasTrees = true;
+  else if (kind === SHAPE_ROW.sharing) shape.hasSharing = true;
   else return false;
   return true;
 }

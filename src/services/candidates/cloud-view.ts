@@ -37,9 +37,9 @@
  */
 import { setImmediate as turn } from "node:timers/promises";
 import { poolOf, type Db } from "../../db/database.js";
-import { capacityOf } from "../rules/capacity.js";
-import { isFlat, readShapeRow, SHAPE_ROWS, SHARING_TRAIT } from "./cloud-shape.js";
+import { isFlat, readShapeRow, SHAPE_ROW, SHAPE_ROWS, SHARING_TRAIT } from "./cloud-shape.js";
 import { TreeIndex, type ViewTrees } from "./cloud-trees.js";
+import { inventoryTextSql, readInventory, Words } from "./inventory-text.js";
 import type { IdsByName, TreeInventory } from "./sql.js";
 
 /** The part of a provider's summary that changes only when its inventories or traits do. */
@@ -339,30 +339,41 @@ export class CloudView {
 
 
 /**
- * Each row: (kind, id, text, inventories, trait names, trait ids, aggregate ids).
- * Kinds: 'c' every resource class, 't'/'a' a trait or aggregate asked for,
- * SHAPE_ROWS' 'n'/'s', 'm' the number of providers (full reads),
- * 'z' the snapshot's "seq pruned_through started",
- * 'p' a provider (text: "uuid parentId rootId", 0 for none; inventories:
- * "classId total reserved ratio min max step used" each, in class id order),
- * 'd' a changed provider that no longer exists.
+ * Each row of the view's statements: (kind, id, text, inventories, trait
+ * names, trait ids, aggregate ids), of one of these kinds (and SHAPE_ROWS').
  */
-const NAMES_SQL = `SELECT 'c' AS k, id, name::text AS s FROM resource_classes
-      UNION ALL SELECT 't', id, name::text FROM traits WHERE name = ANY($1::varchar[])
-      UNION ALL SELECT 'a', id, uuid::text FROM aggregates WHERE uuid = ANY($2::varchar[])`;
+const ROW = {
+  /** Every resource class: its id and name. */
+  resourceClass: "resource_class",
+  /** A trait the request asks for: its id and name. */
+  trait: "trait",
+  /** An aggregate the request asks for: its id and uuid. */
+  aggregate: "aggregate",
+  /** The number of providers, as the id (full reads). */
+  providerCount: "provider_count",
+  /** The snapshot's place in the feed: text "seq pruned_through started". */
+  feed: "feed",
+  /** A provider: text "uuid parentId rootId" (0 for none), its inventories in inventory-text.ts's format in class id order, traits, aggregates. */
+  provider: "provider",
+  /** A changed provider that no longer exists. */
+  deleted: "deleted",
+} as const;
 
-const HEAD_SQL = `SELECT 'z', 0, (SELECT coalesce(max(seq), 0) FROM provider_changes) || ' ' || pruned_through || ' ' || pg_postmaster_start_time()::text,
+const NAMES_SQL = `SELECT '${ROW.resourceClass}' AS k, id, name::text AS s FROM resource_classes
+      UNION ALL SELECT '${ROW.trait}', id, name::text FROM traits WHERE name = ANY($1::varchar[])
+      UNION ALL SELECT '${ROW.aggregate}', id, uuid::text FROM aggregates WHERE uuid = ANY($2::varchar[])`;
+
+const HEAD_SQL = `SELECT '${ROW.feed}', 0, (SELECT coalesce(max(seq), 0) FROM provider_changes) || ' ' || pruned_through || ' ' || pg_postmaster_start_time()::text,
              NULL, NULL, NULL::int[], NULL::int[]
       FROM provider_changes_horizon WHERE id = 1`;
 
-/** A provider's inventories as "classId total reserved ratio min max step used ...", in class id order, over rows `i`. */
-const INVENTORIES_AGG = `string_agg(concat_ws(' ', i.resource_class_id, i.total, i.reserved, i.allocation_ratio, i.min_unit, i.max_unit, i.step_size, i.used), ' '
-                         ORDER BY i.resource_class_id)`;
+/** A provider's inventories in inventory-text.ts's format, in class id order, over rows `i`. */
+const INVENTORIES_AGG = `string_agg(${inventoryTextSql("i")}, ' ' ORDER BY i.resource_class_id)`;
 
 /** A provider row's text: its uuid, parent id and root id (0 for none). */
 const PROVIDER_TEXT = `rp.uuid::text || ' ' || coalesce(rp.parent_provider_id, 0) || ' ' || coalesce(rp.root_provider_id, 0)`;
 
-/** The columns of a 'p' row for the provider `rp`, one subquery each: for the few providers a delta reads. */
+/** The columns of a provider row for the provider `rp`, one subquery each: for the few providers a delta reads. */
 const PROVIDER_COLUMNS = `rp.id, ${PROVIDER_TEXT},
       (SELECT ${INVENTORIES_AGG} FROM inventories i WHERE i.resource_provider_id = rp.id),
       (SELECT string_agg(t.name, ' ' ORDER BY t.id) FROM resource_provider_traits m JOIN traits t ON t.id = m.trait_id WHERE m.resource_provider_id = rp.id),
@@ -378,21 +389,21 @@ const PROVIDER_COLUMNS = `rp.id, ${PROVIDER_TEXT},
 const FULL_TEXT = `WITH names AS MATERIALIZED (
       ${NAMES_SQL}
       UNION ALL ${SHAPE_ROWS}
-      UNION ALL SELECT 'm', count(*)::int, '' FROM resource_providers
+      UNION ALL SELECT '${ROW.providerCount}', count(*)::int, '' FROM resource_providers
     )
     SELECT k, id, s, NULL::text, NULL::text, NULL::int[], NULL::int[] FROM names
     UNION ALL ${HEAD_SQL}
-    UNION ALL SELECT 'p', rp.id, ${PROVIDER_TEXT}, inv.list, tr.names, coalesce(tr.ids, '{}'), coalesce(ag.ids, '{}')
+    UNION ALL SELECT '${ROW.provider}', rp.id, ${PROVIDER_TEXT}, inv.list, tr.names, coalesce(tr.ids, '{}'), coalesce(ag.ids, '{}')
       FROM resource_providers rp
       LEFT JOIN (SELECT i.resource_provider_id AS id, ${INVENTORIES_AGG} AS list FROM inventories i GROUP BY 1) inv ON inv.id = rp.id
       LEFT JOIN (SELECT m.resource_provider_id AS id, string_agg(t.name, ' ' ORDER BY t.id) AS names, array_agg(m.trait_id) AS ids
                  FROM resource_provider_traits m JOIN traits t ON t.id = m.trait_id GROUP BY 1) tr ON tr.id = rp.id
       LEFT JOIN (SELECT m.resource_provider_id AS id, array_agg(m.aggregate_id) AS ids FROM resource_provider_aggregates m GROUP BY 1) ag ON ag.id = rp.id
-      WHERE NOT EXISTS (SELECT 1 FROM names WHERE k = 'm'
-                          AND id > CASE WHEN EXISTS (SELECT 1 FROM names WHERE k IN ('n', 's')) THEN $4::int ELSE $3::int END)`;
+      WHERE NOT EXISTS (SELECT 1 FROM names WHERE k = '${ROW.providerCount}'
+                          AND id > CASE WHEN EXISTS (SELECT 1 FROM names WHERE k IN ('${SHAPE_ROW.nested}', '${SHAPE_ROW.sharing}')) THEN $4::int ELSE $3::int END)`;
 
 /**
- * The providers changed after seq $3, with their rows now ('d' when gone).
+ * The providers changed after seq $3, with their rows now (a deleted row when gone).
  * The changed ids are one array (an InitPlan) so providers are read by
  * their primary key: joined to a CTE, PostgreSQL hashed every provider.
  */
@@ -402,8 +413,8 @@ const DELTA_TEXT = `WITH changed AS MATERIALIZED (
     )
     SELECT k, id, s, NULL::text, NULL::text, NULL::int[], NULL::int[] FROM (${NAMES_SQL}) names
     UNION ALL ${HEAD_SQL}
-    UNION ALL SELECT 'p', ${PROVIDER_COLUMNS} FROM resource_providers rp WHERE rp.id = ANY((SELECT ids FROM changed)::int[])
-    UNION ALL SELECT 'd', gone.id, NULL, NULL, NULL, NULL, NULL FROM unnest((SELECT ids FROM changed)) AS gone(id)
+    UNION ALL SELECT '${ROW.provider}', ${PROVIDER_COLUMNS} FROM resource_providers rp WHERE rp.id = ANY((SELECT ids FROM changed)::int[])
+    UNION ALL SELECT '${ROW.deleted}', gone.id, NULL, NULL, NULL, NULL, NULL FROM unnest((SELECT ids FROM changed)) AS gone(id)
       WHERE NOT EXISTS (SELECT 1 FROM resource_providers rp WHERE rp.id = gone.id)`;
 
 type Row = [string, number, string | null, string | null, string | null, number[] | null, number[] | null];
@@ -434,15 +445,15 @@ function readRows(rows: unknown[][]): Rows {
   const out: Rows = { names, classNames: new Map(), seq: 0, prunedThrough: 0, started: "", providers: [], deleted: [], providerCount: 0 };
   for (const raw of rows) {
     const [k, id, s, inventories, traitNames, traitIds, aggregateIds] = raw as Row;
-    if (k === "p") out.providers.push({ id, text: s!, inventories, traitNames, traitIds: traitIds ?? [], aggregateIds: aggregateIds ?? [] });
-    else if (k === "c") {
+    if (k === ROW.provider) out.providers.push({ id, text: s!, inventories, traitNames, traitIds: traitIds ?? [], aggregateIds: aggregateIds ?? [] });
+    else if (k === ROW.resourceClass) {
       names.resourceClasses.set(s!, id);
       out.classNames.set(id, s!);
-    } else if (k === "t") names.traits.set(s!, id);
-    else if (k === "a") names.aggregates.set(s!, id);
-    else if (k === "d") out.deleted.push(id);
-    else if (k === "m") out.providerCount = id;
-    else if (k === "z") {
+    } else if (k === ROW.trait) names.traits.set(s!, id);
+    else if (k === ROW.aggregate) names.aggregates.set(s!, id);
+    else if (k === ROW.deleted) out.deleted.push(id);
+    else if (k === ROW.providerCount) out.providerCount = id;
+    else if (k === ROW.feed) {
       const [seq, pruned, ...started] = s!.split(" ");
       out.seq = Number(seq);
       out.prunedThrough = Number(pruned);
@@ -455,25 +466,14 @@ function readRows(rows: unknown[][]): Rows {
 /** A provider row as a ViewProvider, reusing `previous`'s details when they did not change and the copy's `sets`. */
 function providerOf(row: ProviderRow, sharingId: number | undefined, previous: ViewProvider | undefined, sets: Map<string, ReadonlySet<number>>): ViewProvider {
   const [uuid, parent, root] = row.text.split(" ");
-  const numbers = row.inventories ? row.inventories.split(" ") : [];
   const inventories: TreeInventory[] = [];
   const capacities: number[] = [];
   let used: number[] | undefined;
-  for (let i = 0; i < numbers.length; i += 8) {
-    const classId = Number(numbers[i]);
-    const capacity = capacityOf({ total: Number(numbers[i + 1]), reserved: Number(numbers[i + 2]), allocationRatio: Number(numbers[i + 3]) });
-    const inv = {
-      providerId: row.id,
-      resourceClassId: classId,
-      capacity,
-      minUnit: Number(numbers[i + 4]),
-      maxUnit: Number(numbers[i + 5]),
-      stepSize: Number(numbers[i + 6]),
-      used: Number(numbers[i + 7]),
-    };
+  for (const w = new Words(row.inventories); w.more(); ) {
+    const inv = readInventory(w, row.id);
     inventories.push(inv);
-    capacities.push(classId, capacity);
-    if (inv.used !== 0) (used ??= []).push(classId, inv.used);
+    capacities.push(inv.resourceClassId, inv.capacity);
+    if (inv.used !== 0) (used ??= []).push(inv.resourceClassId, inv.used);
   }
   const traits = row.traitNames ?? "";
   const kept = previous?.details;

@@ -38,8 +38,8 @@
 import { sql } from "drizzle-orm";
 import type { Queryable } from "../../db/database.js";
 import { executePrepared } from "../../db/prepared.js";
-import { capacityOf } from "../rules/capacity.js";
 import { readShapeRow, SHAPE_ROWS, type CloudShape } from "./cloud-shape.js";
+import { inventoryTextSql, readInventory, Words } from "./inventory-text.js";
 
 /**
  * Every statement here has a fixed text (values are parameters), so each runs
@@ -61,6 +61,9 @@ export interface IdsByName extends CloudShape {
   treeRoots: Map<string, number>;
 }
 
+/** The kinds of lookupNames' rows (and SHAPE_ROWS'). */
+const NAME_ROW = { resourceClass: "resource_class", trait: "trait", aggregate: "aggregate", treeRoot: "tree_root" } as const;
+
 /** Ids of the named classes, traits, aggregates and in_tree providers, and the cloud's shape, in one round trip. */
 export async function lookupNames(
   tx: Queryable,
@@ -71,10 +74,10 @@ export async function lookupNames(
 ): Promise<IdsByName> {
   const found = await rows<{ kind: string; id: number; name: string }>(
     tx,
-    sql`SELECT 'c' AS kind, id, name FROM resource_classes WHERE name = ANY(${sql.param(classes)}::varchar[])
-        UNION ALL SELECT 't', id, name FROM traits WHERE name = ANY(${sql.param(traitNames)}::varchar[])
-        UNION ALL SELECT 'a', id, uuid FROM aggregates WHERE uuid = ANY(${sql.param(aggregateUuids)}::varchar[])
-        UNION ALL SELECT 'r', root_provider_id, uuid FROM resource_providers WHERE uuid = ANY(${sql.param(inTreeUuids)}::varchar[])
+    sql`SELECT ${sql.raw(`'${NAME_ROW.resourceClass}'`)} AS kind, id, name FROM resource_classes WHERE name = ANY(${sql.param(classes)}::varchar[])
+        UNION ALL SELECT ${sql.raw(`'${NAME_ROW.trait}'`)}, id, name FROM traits WHERE name = ANY(${sql.param(traitNames)}::varchar[])
+        UNION ALL SELECT ${sql.raw(`'${NAME_ROW.aggregate}'`)}, id, uuid FROM aggregates WHERE uuid = ANY(${sql.param(aggregateUuids)}::varchar[])
+        UNION ALL SELECT ${sql.raw(`'${NAME_ROW.treeRoot}'`)}, root_provider_id, uuid FROM resource_providers WHERE uuid = ANY(${sql.param(inTreeUuids)}::varchar[])
         UNION ALL ${sql.raw(SHAPE_ROWS)}`,
   );
   const out: IdsByName = {
@@ -86,10 +89,10 @@ export async function lookupNames(
     hasSharing: false,
   };
   for (const r of found) {
-    if (r.kind === "c") out.resourceClasses.set(r.name, r.id);
-    else if (r.kind === "t") out.traits.set(r.name, r.id);
-    else if (r.kind === "a") out.aggregates.set(r.name, r.id);
-    else if (r.kind === "r") out.treeRoots.set(r.name, r.id);
+    if (r.kind === NAME_ROW.resourceClass) out.resourceClasses.set(r.name, r.id);
+    else if (r.kind === NAME_ROW.trait) out.traits.set(r.name, r.id);
+    else if (r.kind === NAME_ROW.aggregate) out.aggregates.set(r.name, r.id);
+    else if (r.kind === NAME_ROW.treeRoot) out.treeRoots.set(r.name, r.id);
     else readShapeRow(r.kind, out);
   }
   return out;
@@ -105,13 +108,13 @@ export async function memberships(
   if (traitIdList.length === 0 && aggregateIdList.length === 0) return out;
   const found = await rows<{ kind: string; rp: number; id: number }>(
     tx,
-    sql`SELECT 't' AS kind, resource_provider_id AS rp, trait_id AS id FROM resource_provider_traits
+    sql`SELECT ${sql.raw(`'${NAME_ROW.trait}'`)} AS kind, resource_provider_id AS rp, trait_id AS id FROM resource_provider_traits
         WHERE trait_id = ANY(${sql.param(traitIdList)}::int[])
         UNION ALL
-        SELECT 'a', resource_provider_id, aggregate_id FROM resource_provider_aggregates
+        SELECT ${sql.raw(`'${NAME_ROW.aggregate}'`)}, resource_provider_id, aggregate_id FROM resource_provider_aggregates
         WHERE aggregate_id = ANY(${sql.param(aggregateIdList)}::int[])`,
   );
-  for (const r of found) addTo(r.kind === "t" ? out.traits : out.aggregates, r.rp, r.id);
+  for (const r of found) addTo(r.kind === NAME_ROW.trait ? out.traits : out.aggregates, r.rp, r.id);
   return out;
 }
 
@@ -295,8 +298,7 @@ export interface TreeTexts {
 
 const TREE_TEXTS = sql`
   (SELECT string_agg(id || ' ' || coalesce(parent_provider_id, 0) || ' ' || root_provider_id || ' ' || uuid, ' ') FROM p) AS p,
-  (SELECT string_agg(concat_ws(' ', inv.resource_provider_id, inv.resource_class_id, inv.total, inv.reserved, inv.allocation_ratio,
-                               inv.used, inv.min_unit, inv.max_unit, inv.step_size), ' ')
+  (SELECT string_agg(inv.resource_provider_id || ' ' || ${sql.raw(inventoryTextSql("inv"))}, ' ')
    FROM p JOIN inventories inv ON inv.resource_provider_id = p.id) AS i,
   (SELECT string_agg(rpt.resource_provider_id || ' ' || t.name, ' ' ORDER BY rpt.resource_provider_id, t.id)
    FROM p JOIN resource_provider_traits rpt ON rpt.resource_provider_id = p.id JOIN traits t ON t.id = rpt.trait_id) AS t,
@@ -319,19 +321,7 @@ export function readTrees(found: TreeTexts | undefined): TreeData {
   for (const c = new Words(found?.c); c.more(); ) data.classNames.set(c.int(), c.word());
   for (const i = new Words(found?.i); i.more(); ) {
     const providerId = i.int();
-    const resourceClassId = i.int();
-    const total = i.int();
-    const reserved = i.int();
-    const inv = {
-      providerId,
-      resourceClassId,
-      // float8 text is exact.
-      capacity: capacityOf({ total, reserved, allocationRatio: Number(i.word()) }),
-      used: i.int(),
-      minUnit: i.int(),
-      maxUnit: i.int(),
-      stepSize: i.int(),
-    };
+    const inv = readInventory(i, providerId);
     data.inventories.push(inv);
     const provider = byId.get(providerId);
     if (provider) provider.inventories = provider.inventories === NO_INVENTORIES ? [inv] : [...provider.inventories, inv];
@@ -345,44 +335,6 @@ export function readTrees(found: TreeTexts | undefined): TreeData {
   }
   data.providers.sort((a, b) => a.id - b.id);
   return data;
-}
-
-/**
- * Reads a space-separated text word by word, integers straight from the
- * characters: split(" ") made a string of every number, which the collector
- * then had to sweep.
- */
-class Words {
-  private at = 0;
-  private readonly text: string;
-
-  constructor(text: string | null | undefined) {
-    this.text = text ?? "";
-  }
-
-  more(): boolean {
-    return this.at < this.text.length;
-  }
-
-  /** A non-negative integer (ids, amounts, usage). */
-  int(): number {
-    let n = 0;
-    let c = this.text.charCodeAt(this.at);
-    while (c >= 48 && c <= 57) {
-      n = n * 10 + (c - 48);
-      c = this.text.charCodeAt(++this.at);
-    }
-    this.at++;
-    return n;
-  }
-
-  word(): string {
-    let end = this.text.indexOf(" ", this.at);
-    if (end < 0) end = this.text.length;
-    const w = this.text.slice(this.at, end);
-    this.at = end + 1;
-    return w;
-  }
 }
 
 export function addTo(map: Map<number, Set<number>>, key: number, value: number): void {
