@@ -14,7 +14,7 @@ export function allocationCandidateRoutes(deps: RouteDeps): Hono<AppEnv> {
   declareRoute(app, "/allocation_candidates", {
     GET: async (c) => {
       const { mv, query } = candidatesRequest(c, "placement:allocation_candidates:list");
-      const body = new CandidatesBody(responseShape(mv), query, pieces);
+      const body = new CandidatesBody(responseShape(mv), query, pieces, deps.config.PLACEMENT_MAX_ANSWER_BYTES);
       const answering = deps.services.candidates.answer(query, mv.atLeast("1.29"), body);
       answering.then(
         () => deps.metrics.candidatesReturned(body.written),
