@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- candidates [--sizes 1000,10000 | none] [--reference-sizes 1000] [--iterations 20] [--warm-up-seconds 3] [--no-reference] [--allocations K] [--usages N | --no-usages] [--shapes TEXT,...]`
+ * `npm run bench -- candidates [--sizes 1000,10000 | none] [--reference-sizes 1000] [--iterations 20] [--warm-up-seconds 3] [--no-reference] [--allocations K] [--usages N | --no-usages] [--shapes TEXT,...] [--server-heap-mb N]`
  *
  * GET /allocation_candidates latency, side by side with the reference
  * Placement (Debian's python3-placement through ../shared/conformance/reference-server),
@@ -17,7 +17,11 @@
  *           project (what Nova counts quota from on every boot with unified limits).
  * Requests are sequential (one client), in alternating blocks per server (see measure), after warm-up; it prints p50/p95/p99,
  * the response size and the number of candidates, and our server's peak RSS
- * (VmHWM). Not a test: it prints figures and asserts nothing.
+ * (VmHWM). A server that refuses a query or dies answering it gets a row
+ * saying so instead of figures, ours is started again for the next query,
+ * and the table still comes out, with the number of processes that died.
+ * --server-heap-mb replaces `npm start`'s heap limit for our server (to see
+ * what a smaller worker holds). Not a test: it prints figures and asserts nothing.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -43,6 +47,8 @@ interface Options {
   usages: number;
   /** Only the shapes whose name contains one of these (all when empty). */
   shapes: string[];
+  /** Our server's heap limit in MB (undefined: `npm start`'s). */
+  serverHeapMb?: number;
 }
 
 function parseArgs(args: string[]): Options {
@@ -58,6 +64,7 @@ function parseArgs(args: string[]): Options {
     else if (args[i] === "--usages") opts.usages = Number(next());
     else if (args[i] === "--no-usages") opts.usages = 0;
     else if (args[i] === "--shapes") opts.shapes = next().split(",").filter(Boolean);
+    else if (args[i] === "--server-heap-mb") opts.serverHeapMb = Number(next());
   }
   return opts;
 }
@@ -241,6 +248,28 @@ export interface Server {
   stop(): Promise<void>;
 }
 
+/** How a server process ended ("exit code 1", "signal SIGABRT"), or undefined while it runs. */
+export function endOf(proc: ChildProcess): string | undefined {
+  if (proc.signalCode !== null) return `signal ${proc.signalCode}`;
+  if (proc.exitCode !== null) return `exit code ${proc.exitCode}`;
+  return undefined;
+}
+
+/** How a server process ended, waiting up to `ms` for it to end (a process that dies drops its connections a moment before it is reaped). */
+async function endWithin(proc: ChildProcess, ms: number): Promise<string | undefined> {
+  if (endOf(proc) === undefined) await Promise.race([new Promise((r) => proc.once("exit", r)), new Promise((r) => setTimeout(r, ms))]);
+  return endOf(proc);
+}
+
+/** A signal to a process group; one that no longer exists (the server died with all its workers) is no error. */
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ESRCH") throw error;
+  }
+}
+
 async function waitReady(port: number, proc: ChildProcess, seconds: number): Promise<void> {
   const until = Date.now() + seconds * 1000;
   while (Date.now() < until) {
@@ -260,18 +289,22 @@ function start(cmd: string, args: string[], env: Record<string, string>, port: n
   const proc = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ["ignore", "ignore", "pipe"], detached: true });
   let stderr = "";
   proc.stderr?.on("data", (b) => (stderr = (stderr + String(b)).slice(-4000)));
-  proc.on("exit", (code) => {
-    if (code && code !== 0 && code !== 143) process.stderr.write(`server ${port} exited ${code}: ${stderr}\n`);
+  proc.on("exit", (code, signal) => {
+    if ((code !== null && code !== 0 && code !== 143) || (signal !== null && signal !== "SIGTERM")) {
+      process.stderr.write(`server ${port} ended (${endOf(proc)}): ${stderr}\n`);
+    }
   });
   return {
     port,
     proc,
     stop: async () => {
-      if (proc.exitCode !== null || proc.pid === undefined) return;
+      if (proc.pid === undefined) return;
+      // Also when the process itself has ended: workers it forked may still be in its group.
+      const running = endOf(proc) === undefined;
       const exited = new Promise((r) => proc.once("exit", r));
-      process.kill(-proc.pid, "SIGTERM");
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-      if (proc.exitCode === null) process.kill(-proc.pid, "SIGKILL");
+      signalGroup(proc.pid, "SIGTERM");
+      if (running) await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      if (endOf(proc) === undefined) signalGroup(proc.pid, "SIGKILL");
     },
   };
 }
@@ -284,11 +317,12 @@ export function startArguments(): string[] {
   return args.map((a) => (a.endsWith(".js") ? path.join(ROOT, a) : a));
 }
 
-/** Our server (`npm start`'s arguments, one worker) on `url`; `env` adds settings (the replica bench's read URL). */
-export async function startOurs(url: string, port: number, env: Record<string, string> = {}): Promise<Server> {
+/** Our server (`npm start`'s arguments, one worker) on `url`; `env` adds settings (the replica bench's read URL), `heapMb` replaces the heap limit. */
+export async function startOurs(url: string, port: number, env: Record<string, string> = {}, heapMb?: number): Promise<Server> {
+  const args = startArguments().map((a) => (heapMb !== undefined && a.startsWith("--max-old-space-size=") ? `--max-old-space-size=${heapMb}` : a));
   const s = start(
     process.execPath,
-    startArguments(),
+    args,
     { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: url, PLACEMENT_AUTH_STRATEGY: "noauth2", PLACEMENT_ALLOW_NOAUTH: "true", PLACEMENT_WORKERS: "1", LOG_LEVEL: "warn", ...env },
     port,
   );
@@ -348,6 +382,16 @@ function peakRssMb(pid: number | undefined): number {
   }
 }
 
+/** A server that failed a query: it answered an error, or it dropped the connection (it may have died). */
+export class ServerFailed extends Error {
+  constructor(
+    readonly server: string,
+    why: string,
+  ) {
+    super(`${server}: ${why}`);
+  }
+}
+
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 
 interface Row {
@@ -361,6 +405,8 @@ interface Row {
   candidates: number;
   /** Our server's peak resident memory so far (it serves one data set, shapes in table order). */
   rss?: number;
+  /** Why this server has no figures for this query (it refused it, or died answering it). */
+  failure?: string;
 }
 
 /** Requests per block, and how many at the start of each block are not timed. */
@@ -394,20 +440,26 @@ export async function measure(
   warmUpSeconds = 0,
 ): Promise<Array<Omit<Row, "size" | "shape" | "rss">>> {
   const q = shape.path ?? `/allocation_candidates?${shape.query}`;
+  // Any failure is a ServerFailed naming the server, so a caller can go on without it.
+  const ask = async (s: { name: string; port: number }) => {
+    const answer = await get(s.port, q, shape.microversion).catch((error: Error) => {
+      throw new ServerFailed(s.name, `${error.message} (connection lost)`);
+    });
+    if (answer.status !== 200) throw new ServerFailed(s.name, `${answer.status} ${answer.body.slice(0, 300)}`);
+    return answer;
+  };
   const firsts: Array<Awaited<ReturnType<typeof get>>> = [];
   for (const s of servers) {
-    const first = await get(s.port, q, shape.microversion);
-    if (first.status !== 200) throw new Error(`${s.name} ${shape.name}: ${first.status} ${first.body.slice(0, 300)}`);
-    firsts.push(first);
+    firsts.push(await ask(s));
     // Warm-up: the JIT, the pools and PostgreSQL's caches, before anything is timed.
     const until = performance.now() + warmUpSeconds * 1000;
-    for (let i = 0; i < warmUps || performance.now() < until; i++) await get(s.port, q, shape.microversion);
+    for (let i = 0; i < warmUps || performance.now() < until; i++) await ask(s);
   }
   const times: number[][] = servers.map(() => []);
   while (times[0].length < iterations) {
     for (let k = 0; k < servers.length; k++) {
       for (let i = 0; i < BLOCK; i++) {
-        const ms = (await get(servers[k].port, q, shape.microversion)).ms;
+        const ms = (await ask(servers[k])).ms;
         if (i >= UNTIMED && times[k].length < iterations) times[k].push(ms);
       }
     }
@@ -425,26 +477,76 @@ export async function measure(
   });
 }
 
+/** The servers measured on one data set: ours is started again on `ourUrl` if it dies, a reference that dies is left out. */
+interface Fleet {
+  ours: Server;
+  ourUrl: string;
+  heapMb?: number;
+  ref?: Server;
+  /** Server processes that died so far (the bench's own count, printed under the table). */
+  deaths: number;
+}
+
+/**
+ * measure() on the fleet's servers, going on without a server that fails:
+ * it gets a row saying why (its answer, or how its process ended), and our
+ * server, if it died, is started again for the queries after this one.
+ */
+async function measureSurviving(fleet: Fleet, shape: Shape, iterations: number, warmUps: number, warmUpSeconds: number): Promise<Array<Omit<Row, "size" | "shape">>> {
+  const out: Array<Omit<Row, "size" | "shape">> = [];
+  let names = fleet.ref ? ["ours", "reference"] : ["ours"];
+  const serverOf = (name: string) => (name === "ours" ? fleet.ours : fleet.ref!);
+  while (names.length > 0) {
+    const servers = names.map((name) => ({ name, port: serverOf(name).port }));
+    try {
+      for (const r of await measure(servers, shape, iterations, warmUps, warmUpSeconds)) {
+        out.push({ ...r, rss: r.server === "ours" ? peakRssMb(fleet.ours.proc.pid) : undefined });
+      }
+      return out;
+    } catch (error) {
+      if (!(error instanceof ServerFailed)) throw error;
+      const failed = serverOf(error.server);
+      const end = await endWithin(failed.proc, 3000);
+      let failure = end ? `died (${end})` : error.message.slice(error.server.length + 2);
+      process.stderr.write(`${shape.name}: ${error.message}${end ? `; the process ended (${end})` : ""}\n`);
+      names = names.filter((n) => n !== error.server);
+      if (end) {
+        fleet.deaths++;
+        await failed.stop();
+        if (error.server === "ours") {
+          fleet.ours = await startOurs(fleet.ourUrl, await freePort(), {}, fleet.heapMb);
+          failure += ", started again";
+        } else {
+          fleet.ref = undefined;
+        }
+      }
+      out.push({ server: error.server, p50: NaN, p95: NaN, p99: NaN, kb: NaN, candidates: NaN, failure });
+    }
+  }
+  return out;
+}
+
 const selected = (opts: Options, shape: Shape) => opts.shapes.length === 0 || opts.shapes.some((text) => shape.name.includes(text));
 
 export default async function (args: string[]): Promise<void> {
   const opts = parseArgs(args);
   const rows: Row[] = [];
   let peak = 0;
+  let deaths = 0;
   for (const size of opts.sizes) {
     for (const variant of ["flat", "nested"] as const) {
       if (!SHAPES.some((s) => s.variant === variant && selected(opts, s))) continue;
       const withReference = opts.referenceSizes.includes(size);
       const ourDb = `bench_candidates_ours_${variant}_${size}`;
       const refDb = `bench_candidates_ref_${variant}_${size}`;
-      const ours = await startOurs(await createDb(ourDb), await freePort());
+      const fleet: Fleet = { ours: await startOurs(await createDb(ourDb), await freePort(), {}, opts.serverHeapMb), ourUrl: dbUrl(ourDb), heapMb: opts.serverHeapMb, deaths: 0 };
+      const built = performance.now();
       await load(dbUrl(ourDb), variant, size, "ours", opts.allocations);
-      const servers = [{ name: "ours", port: ours.port }];
-      let ref: Server | undefined;
-      if (withReference) {
-        ref = await startReference(await createDb(refDb), await freePort());
+      process.stderr.write(`${size} ${variant}: data set built in ${((performance.now() - built) / 1000).toFixed(0)} s\n`);
+      const ref = withReference ? await startReference(await createDb(refDb), await freePort()) : undefined;
+      if (ref) {
+        fleet.ref = ref;
         await load(dbUrl(refDb), variant, size, "reference", opts.allocations);
-        servers.push({ name: "reference", port: ref.port });
       }
       try {
         for (const shape of SHAPES.filter((s) => s.variant === variant && selected(opts, s))) {
@@ -453,14 +555,14 @@ export default async function (args: string[]): Promise<void> {
           const iterations = slow ? Math.max(5, Math.floor(opts.iterations / 2)) : opts.iterations;
           // The reference at 10,000 nodes takes seconds per answer: a few warm-ups, not twenty.
           const warmUps = withReference && size > 1000 ? 3 : 20;
-          const rss = () => peakRssMb(ours.proc.pid);
-          for (const r of await measure(servers, shape, iterations, warmUps, opts.warmUpSeconds)) rows.push({ size, shape: shape.name, ...r, rss: r.server === "ours" ? rss() : undefined });
+          for (const r of await measureSurviving(fleet, shape, iterations, warmUps, opts.warmUpSeconds)) rows.push({ size, shape: shape.name, ...r });
+          peak = Math.max(peak, peakRssMb(fleet.ours.proc.pid));
           process.stderr.write(`${size} ${variant} ${shape.name}: done\n`);
         }
-        peak = Math.max(peak, peakRssMb(ours.proc.pid));
       } finally {
         // Also after a failure: no server outlives the bench.
-        await ours.stop();
+        deaths += fleet.deaths;
+        await fleet.ours.stop();
         await ref?.stop();
         await dropDb(ourDb);
         if (withReference) await dropDb(refDb);
@@ -471,28 +573,25 @@ export default async function (args: string[]): Promise<void> {
     const withReference = opts.referenceSizes.length > 0;
     const ourDb = "bench_usages_ours";
     const refDb = "bench_usages_ref";
-    const ours = await startOurs(await createDb(ourDb), await freePort());
+    const fleet: Fleet = { ours: await startOurs(await createDb(ourDb), await freePort(), {}, opts.serverHeapMb), ourUrl: dbUrl(ourDb), heapMb: opts.serverHeapMb, deaths: 0 };
     await loadUsages(dbUrl(ourDb), "ours", opts.usages);
-    const servers = [{ name: "ours", port: ours.port }];
-    let ref: Server | undefined;
-    if (withReference) {
-      ref = await startReference(await createDb(refDb), await freePort());
+    const ref = withReference ? await startReference(await createDb(refDb), await freePort()) : undefined;
+    if (ref) {
+      fleet.ref = ref;
       await loadUsages(dbUrl(refDb), "reference", opts.usages);
-      servers.push({ name: "reference", port: ref.port });
     }
     try {
-      for (const r of await measure(servers, USAGES_SHAPE, opts.iterations, 20, opts.warmUpSeconds)) {
-        rows.push({ size: opts.usages, shape: USAGES_SHAPE.name, ...r, rss: r.server === "ours" ? peakRssMb(ours.proc.pid) : undefined });
-      }
+      for (const r of await measureSurviving(fleet, USAGES_SHAPE, opts.iterations, 20, opts.warmUpSeconds)) rows.push({ size: opts.usages, shape: USAGES_SHAPE.name, ...r });
       process.stderr.write(`${opts.usages} consumers usages: done\n`);
     } finally {
-      await ours.stop();
+      deaths += fleet.deaths;
+      await fleet.ours.stop();
       await ref?.stop();
       await dropDb(ourDb);
       if (withReference) await dropDb(refDb);
     }
   }
-  print(rows, peak);
+  print(rows, peak, deaths);
 }
 
 function dbUrl(db: string): string {
@@ -501,18 +600,22 @@ function dbUrl(db: string): string {
   return u.toString();
 }
 
-function print(rows: Row[], peak: number): void {
+function print(rows: Row[], peak: number, deaths: number): void {
   const f = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
   const lines = [
     "| nodes | query | server | p50 ms | p95 ms | p99 ms | candidates | response KB | reference p50 / ours p50 | our peak RSS so far MB |",
     "|---|---|---|---|---|---|---|---|---|---|",
   ];
   for (const r of rows) {
-    const ref = rows.find((x) => x.size === r.size && x.shape === r.shape && x.server === "reference");
+    if (r.failure !== undefined) {
+      lines.push(`| ${r.size} | ${r.shape} | ${r.server} | failed: ${r.failure} | | | | | | |`);
+      continue;
+    }
+    const ref = rows.find((x) => x.size === r.size && x.shape === r.shape && x.server === "reference" && x.failure === undefined);
     const ratio = r.server === "ours" && ref ? `${(ref.p50 / r.p50).toFixed(1)}x` : "";
     const rss = r.rss === undefined ? "" : r.rss.toFixed(0);
     lines.push(`| ${r.size} | ${r.shape} | ${r.server} | ${f(r.p50)} | ${f(r.p95)} | ${f(r.p99)} | ${r.candidates} | ${f(r.kb)} | ${ratio} | ${rss} |`);
   }
-  lines.push("", `our server's peak RSS (VmHWM, one process): ${peak.toFixed(0)} MB`);
+  lines.push("", `our server's peak RSS (VmHWM, one process): ${peak.toFixed(0)} MB`, `server processes that died: ${deaths}`);
   process.stdout.write(`${lines.join("\n")}\n`);
 }

@@ -116,6 +116,8 @@ const RULES: Record<string, Record<string, Rule>> = {
   placement: {
     randomize_allocation_candidates: { to: "PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES", kind: "bool" },
     max_allocation_candidates: { to: "PLACEMENT_MAX_ALLOCATION_CANDIDATES", kind: "int" },
+    // Not an option of Placement's (which has no such bound): this server's own, in the section it belongs to.
+    max_answer_bytes: { to: "PLACEMENT_MAX_ANSWER_BYTES", kind: "int" },
     allocation_candidates_generation_strategy: { to: "PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY", kind: "str" },
     allocation_conflict_retry_count: { to: "PLACEMENT_ALLOCATION_CONFLICT_RETRY_COUNT", kind: "int" },
     incomplete_consumer_project_id: { to: "PLACEMENT_INCOMPLETE_CONSUMER_PROJECT_ID", kind: "str" },

@@ -64,6 +64,13 @@ export const configSchema = z.object({
   PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: bool.default(false),
   PLACEMENT_MAX_ALLOCATION_CANDIDATES: int(-1, 1_000_000_000).default(-1),
   PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY: z.enum(["depth-first", "breadth-first"]).default("depth-first"),
+  /**
+   * Largest GET /allocation_candidates body, in bytes (0: no bound). An answer that would be larger is
+   * refused with 400 before any of it is sent, so a worker never holds more than this of one answer
+   * (docs/memory.md). The default keeps every answer of Nova's usual queries (limit=1000) and of
+   * unlimited queries over ten thousand nested compute nodes, and fits a worker's 256 MB heap.
+   */
+  PLACEMENT_MAX_ANSWER_BYTES: int(0, 4 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   /** Keystone strategy: the identity endpoint named to clients in WWW-Authenticate (default PLACEMENT_KEYSTONE_URL). */
   PLACEMENT_KEYSTONE_WWW_AUTHENTICATE_URI: z.string().url().optional(),
   /** Domains of the service's credentials by id (win over the _NAME settings, as in keystoneauth). */

@@ -21,6 +21,10 @@
  * when told its response is sent (recycle); the chunks of a body that is
  * streamed leave as they fill and are not given back (keeping them until the
  * end would keep the whole body in memory).
+ *
+ * Given a Bound, the writer throws the bound's error as soon as what it has
+ * written passes the bound's bytes (checked as chunks fill, and by within()),
+ * so a body that will not be sent stops growing there.
  */
 import { setImmediate as turn } from "node:timers/promises";
 import type { BodyBuffers } from "./body-buffers.js";
@@ -46,6 +50,12 @@ export interface LiveBody {
   room(): Promise<void>;
 }
 
+/** The most bytes a body may have, and the error that refuses a larger one. */
+export interface Bound {
+  bytes: number;
+  refuse: () => Error;
+}
+
 /** Bytes of a live body queued for the socket beyond which room() waits. */
 const QUEUED_BYTES = 4 * 1024 * 1024;
 const ROOM_WAIT_MS = 1000;
@@ -69,9 +79,11 @@ export class BodyWriter {
     firstChunkBytes = 64 * 1024,
     chunkBytes = 64 * 1024,
     private readonly buffers?: BodyBuffers,
+    private readonly bound?: Bound,
   ) {
     this.chunkBytes = chunkBytes;
-    this.current = this.allocate(firstChunkBytes);
+    // A body past the bound is refused before it is whole: its first chunk need not hold more.
+    this.current = this.allocate(bound ? Math.min(firstChunkBytes, bound.bytes + 1) : firstChunkBytes);
   }
 
   /** Pre-encoded bytes (a piece made once and written many times). */
@@ -152,6 +164,12 @@ export class BodyWriter {
   /** Bytes written so far. */
   get size(): number {
     return this.filled + this.used;
+  }
+
+  /** Throws the bound's error if what is written so far passes it (the chunk being written is not checked as it fills). */
+  within(): this {
+    if (this.bound && this.size > this.bound.bytes) throw this.bound.refuse();
+    return this;
   }
 
   /** Resolves once more than `bytes` are written (checked as chunks fill); one waiter at a time, a later call replaces it. */
@@ -257,6 +275,7 @@ export class BodyWriter {
   private nextChunk(): void {
     const chunk = this.current.subarray(0, this.used);
     this.filled += chunk.length;
+    if (this.bound && this.filled > this.bound.bytes) throw this.bound.refuse();
     if (this.send) this.send(chunk);
     else this.full.push(chunk);
     this.current = this.allocate(this.chunkBytes);

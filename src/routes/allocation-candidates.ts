@@ -15,7 +15,7 @@ export function allocationCandidateRoutes(deps: RouteDeps): Hono<AppEnv> {
     GET: async (c) => {
       const { mv, query } = candidatesRequest(c, "placement:allocation_candidates:list");
       const shape = answerShape(mv);
-      const body = new CandidatesBody(shape, query, pieces);
+      const body = new CandidatesBody(shape, query, pieces, deps.config.PLACEMENT_MAX_ANSWER_BYTES);
       const answering = deps.services.candidates.answer(query, shape, body);
       answering.then(
         () => deps.metrics.candidatesReturned(body.written),

@@ -10,7 +10,7 @@
  */
 import { setImmediate as turn } from "node:timers/promises";
 import { BodyBuffers } from "../http/body-buffers.js";
-import { ascii, BodyWriter, type LiveBody } from "../http/body-writer.js";
+import { ascii, BodyWriter, type Bound, type LiveBody } from "../http/body-writer.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
 import type { Candidate } from "../services/candidates/combine.js";
 import type { CandidatesResult } from "../services/candidates/engine.js";
@@ -18,6 +18,7 @@ import { IdMap } from "../services/candidates/id-map.js";
 import type { FlatAnswer } from "../services/candidates/flat-answer.js";
 import type { NamesById } from "../services/candidates/generate.js";
 import type { CandidatesSink } from "../services/candidates/service.js";
+import { AnswerTooLarge } from "../services/errors.js";
 import { ARRAY_CLOSE, BODY_CLOSE, CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN } from "./candidates-shape.js";
 import type { AnswerShape } from "../services/candidates/answer-shape.js";
 import { candidateWriter, ProviderPieces, writeQuoted, writeResourcesOpen, type UuidArena, type UuidPieces } from "./candidate-writer.js";
@@ -45,13 +46,18 @@ export class CandidatesBody implements CandidatesSink {
   /** Some of the body has left (respond started the stream): it can no longer be discarded. */
   private live = false;
   private liveBody?: LiveBody;
+  /** The most bytes the body may have (none when undefined): past it the answer is refused with AnswerTooLarge. */
+  private readonly bound?: Bound;
 
+  /** `maxBytes`: PLACEMENT_MAX_ANSWER_BYTES (0: no bound). */
   constructor(
     private readonly shape: AnswerShape,
     private readonly query: CandidatesQuery,
     private readonly pieces: BodyPieces,
+    maxBytes = 0,
   ) {
     this.arena = pieces.providers.arena();
+    if (maxBytes > 0) this.bound = { bytes: maxBytes, refuse: () => new AnswerTooLarge(maxBytes) };
   }
 
   /** Allocation requests written so far. */
@@ -67,13 +73,14 @@ export class CandidatesBody implements CandidatesSink {
 
   end(result: CandidatesResult): void {
     writeSummaries(this.w.bytes(SUMMARIES_OPEN), this.shape, this.query, result, this.arena, this.uuid);
-    this.w.bytes(BODY_CLOSE);
+    this.w.bytes(BODY_CLOSE).within();
   }
 
   flat(answer: FlatAnswer): void {
     this.count = answer.anchors.length;
-    this.flatWriter = new BodyWriter(1024 + answer.anchors.length * 512, undefined, this.pieces.buffers);
+    this.flatWriter = new BodyWriter(1024 + answer.anchors.length * 512, undefined, this.pieces.buffers, this.bound);
     this.whole = renderFlatBody(this.flatWriter, this.shape, this.query, answer, this.pieces.flat);
+    this.flatWriter.within();
   }
 
   /** A turn of the event loop, and once the body streams, room in its queue (LiveBody.room). */
@@ -112,13 +119,29 @@ export class CandidatesBody implements CandidatesSink {
    * nothing is sent, so a bad request or a failure found early is an ordinary
    * error (this rejects); a failure after that aborts the stream (`onError`
    * hears why) and the client sees a broken body, never a short one.
+   *
+   * With a bound the body never starts to leave before it is whole: an
+   * answer that passes the bound is refused (this rejects with
+   * AnswerTooLarge) while nothing of it has been sent, and what was written
+   * is dropped. The bound is what the answer can cost in memory.
    */
   async respond(answering: Promise<unknown>, onError: (error: Error) => void): Promise<Buffer<ArrayBuffer> | ReadableStream<Uint8Array>> {
     const whole = answering.then(() => true);
     whole.catch(() => {}); // a failure is answered by the race below, or through the stream
-    const large = new Promise<boolean>((resolve) => (this.large = () => resolve(false)));
-    if (this.writer) this.writer.whenLarger(STREAM_FROM_BYTES).then(this.large);
-    if (await Promise.race([whole, large])) {
+    const racing = [whole];
+    if (this.bound === undefined) {
+      racing.push(new Promise<boolean>((resolve) => (this.large = () => resolve(false))));
+      if (this.writer && this.large) this.writer.whenLarger(STREAM_FROM_BYTES).then(this.large);
+    }
+    let complete: boolean;
+    try {
+      complete = await Promise.race(racing);
+    } catch (error) {
+      // Nothing was sent, and the service is done writing: the buffers can be written again.
+      this.recycle();
+      throw error;
+    }
+    if (complete) {
       if (this.whole) return this.whole;
       return this.w.size > STREAM_ABOVE_BYTES ? this.w.stream() : this.w.finish();
     }
@@ -137,7 +160,7 @@ export class CandidatesBody implements CandidatesSink {
 
   private get w(): BodyWriter {
     if (!this.writer) {
-      this.writer = new BodyWriter(undefined, undefined, this.pieces.buffers).bytes(REQUESTS_OPEN);
+      this.writer = new BodyWriter(undefined, undefined, this.pieces.buffers, this.bound).bytes(REQUESTS_OPEN);
       if (this.large) this.writer.whenLarger(STREAM_FROM_BYTES).then(this.large);
     }
     return this.writer;

@@ -297,6 +297,18 @@ export class CursorTooOld extends DomainError {
   }
 }
 
+/**
+ * GET /allocation_candidates (without a limit small enough): the answer
+ * would be larger than the server's bound on one answer, found before any
+ * of it was sent.
+ */
+export class AnswerTooLarge extends DomainError {
+  readonly kind = "AnswerTooLarge";
+  constructor(readonly maxBytes: number) {
+    super(`allocation candidates answer larger than ${maxBytes} bytes`);
+  }
+}
+
 /** Every domain error, for the error table (which needs a row for each). */
 export type AnyDomainError =
   | ProviderNotFound
@@ -321,7 +333,8 @@ export type AnyDomainError =
   | CapacityExceeded
   | AllocationsNotFound
   | ClaimRefused
-  | CursorTooOld;
+  | CursorTooOld
+  | AnswerTooLarge;
 
 /**
  * The domain error a database failure stands for (see SQLSTATE_MEANINGS),
