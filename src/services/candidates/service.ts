@@ -163,6 +163,14 @@ export class CandidatesService {
   }
 
   /**
+   * The cloud view this service answers from, brought up to date now (CloudView.read): for
+   * readers that explain an answer from the same state (services/explain/).
+   */
+  readView<T>(wanted: ViewNames, use: (read: ViewRead) => T): Promise<T | undefined> {
+    return this.view.read(wanted, use);
+  }
+
+  /**
    * Answers GET /allocation_candidates into `sink`; `nestedAware` is
    * microversion 1.29's. Returns the path that answered (undefined when the
    * name lookups alone showed there is none).
@@ -234,7 +242,7 @@ export class CandidatesService {
 }
 
 /** The trait and aggregate names the view looks up for `query` (as the engine's lookup, sql.ts lookupNames). */
-function viewNames(query: CandidatesQuery): ViewNames {
+export function viewNames(query: CandidatesQuery): ViewNames {
   const { groups, params } = query;
   return {
     traits: unique([...params.rootRequired, ...params.rootForbidden, ...groups.flatMap(groupTraits)]),
