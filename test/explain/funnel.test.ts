@@ -54,15 +54,23 @@ describe.each<CloudKind>(["flat", "nested", "sharing"])("explain over random %s 
         expect(stages.at(-1)! > 0, query).toBe(e.allocation_requests > 0);
         if (kind !== "sharing") expect(stages.at(-1), query).toBe(await treesOf(candidates.body.allocation_requests));
 
-        const used = new Set(candidates.body.allocation_requests.flatMap((r: { allocations: object }) => Object.keys(r.allocations)));
+        const used = [...new Set(candidates.body.allocation_requests.flatMap((r: { allocations: object }) => Object.keys(r.allocations)))];
         expect(e.nearest.length, query).toBeLessThanOrEqual(5);
         for (const near of e.nearest) {
-          expect(used.has(near.uuid), `${query}: ${near.uuid} serves a candidate`).toBe(false);
+          // A tree: its root, none of whose providers serves a candidate.
+          const [tree] = await t.sql<{ root: boolean; serving: number }>(
+            `SELECT r.root_provider_id = r.id AS root, (SELECT count(*)::int FROM resource_providers m WHERE m.root_provider_id = r.id AND m.uuid = ANY($2)) AS serving
+             FROM resource_providers r WHERE r.uuid = $1`,
+            [near.uuid, used],
+          );
+          expect(tree, `${query}: ${near.uuid}`).toEqual({ root: true, serving: 0 });
           expect(near.name, query).toBe(`rp-${near.uuid}`);
           expect(near.short.length, query).toBeGreaterThan(0);
           for (const reason of near.short) await expectTrue(query, near.uuid, reason);
           missed++;
         }
+        const shortfalls = e.nearest.map((n: { short: string[] }) => (n.short[0].startsWith("its tree") ? 0 : n.short.length));
+        expect(shortfalls, query).toEqual([...shortfalls].sort((a, b) => a - b));
       }
       // The checks prove little unless the queries both find and miss.
       expect(found).toBeGreaterThan(0);
@@ -78,11 +86,21 @@ async function treesOf(requests: Array<{ allocations: object }>): Promise<number
   return row.n;
 }
 
-/** Asserts `reason`, a near miss's shortfall, is true of the provider `uuid` in the tables (and of the query's amounts). */
-async function expectTrue(query: string, uuid: string, reason: string): Promise<void> {
-  const what = `${query}: ${uuid}: ${reason}`;
-  const bare = reason.replace(/^(unsuffixed group|group \S+): /, "");
-  const [p] = await t.sql<{ id: number; root: number }>(`SELECT id, root_provider_id AS root FROM resource_providers WHERE uuid = $1`, [uuid]);
+/**
+ * Asserts `reason`, a shortfall of the near miss `root` (a tree), is true in
+ * the tables (and of the query's amounts) of the provider it names ("on
+ * rp-<uuid>", a provider of that tree) or else of the root.
+ */
+async function expectTrue(query: string, root: string, reason: string): Promise<void> {
+  const what = `${query}: ${root}: ${reason}`;
+  const where = /^(?:unsuffixed group|group \S+)?(?: ?on rp-(\S+))?: (.*)$/.exec(reason);
+  const uuid = where?.[1] ?? root;
+  const bare = where && (where[1] || reason.includes("group")) ? where[2] : reason;
+  const [p] = await t.sql<{ id: number; root: number }>(
+    `SELECT m.id, m.root_provider_id AS root FROM resource_providers m JOIN resource_providers r ON r.id = m.root_provider_id WHERE m.uuid = $1 AND r.uuid = $2`,
+    [uuid, root],
+  );
+  expect(p, `${what}: not a provider of the tree`).toBeDefined();
   const traits = new Set(
     (await t.sql<{ name: string }>(`SELECT t.name FROM resource_provider_traits m JOIN traits t ON t.id = m.trait_id WHERE m.resource_provider_id = $1`, [p.id])).map((r) => r.name),
   );

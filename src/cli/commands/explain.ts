@@ -28,8 +28,12 @@ export function funnelText(e: Explanation): string {
   for (const s of e.trees) rows.push([`  ${s.constraint}`, String(s.remaining)]);
   const left = Math.max(...rows.map(([l]) => l.length));
   const right = Math.max(...rows.map(([, r]) => r.length));
-  const lines = [`Allocation requests: ${e.allocationRequests}`, ""];
-  for (const [l, r] of rows) lines.push(`${l.padEnd(left)}  ${r.padStart(right)}`);
+  const lines = [`Allocation requests: ${e.allocationRequests}`];
+  for (const [l, r] of rows) {
+    // A blank line before each section's heading (the only rows not indented).
+    if (!l.startsWith(" ")) lines.push("");
+    lines.push(`${l.padEnd(left)}  ${r.padStart(right)}`);
+  }
   if (e.nearest.length > 0) {
     lines.push("", "Nearest misses");
     for (const n of e.nearest) lines.push(`  ${n.name ?? "(deleted)"} (${n.uuid})`, ...n.short.map((s) => `    ${s}`));

@@ -3,7 +3,7 @@
  * `placement explain`; docs/explain.md): how many allocation requests it
  * answers, how many providers each request group keeps filter after filter,
  * how many trees keep a candidate as the constraints that combine groups are
- * added one at a time, and the providers that came closest.
+ * added one at a time, and the trees that came closest.
  *
  * Nothing here restates a rule of the candidates engine:
  * - the count of allocation requests is the real candidates service run into
@@ -47,6 +47,7 @@ export interface TreeStage {
   remaining: number;
 }
 
+/** A tree that anchors no candidate, named by its root. */
 export interface NearMiss {
   uuid: string;
   /** Null when the provider was deleted after the funnel was made. */
@@ -84,23 +85,28 @@ export async function explainCandidates(candidates: CandidatesAnswerer, db: Db, 
   }
   const trees = stages.map((s, i) => ({ constraint: s.constraint, remaining: roots[i].size }));
 
-  // A provider whose tree anchors a candidate, or that serves one (a sharing provider), is no miss.
-  const misses = judged.providers.filter((p) => !answer.roots.has(p.rootUuid) && !answer.used.has(p.uuid));
-  misses.sort((a, b) => a.short.length - b.short.length || a.id - b.id);
-  const nearest = misses.slice(0, NEAREST).map((p) => {
-    const short = [...p.short];
-    if (short.length === 0) {
-      const stage = stages.findIndex((_, i) => !roots[i].has(p.rootUuid));
-      short.push(`its tree anchors no candidate once ${stages[stage].constraint}`);
-    }
-    return { uuid: p.uuid, short };
-  });
-  const names = await providerNames(db, nearest.map((n) => n.uuid));
+  // A tree that anchors a candidate, or a provider that serves one (a sharing provider), is no miss.
+  const misses = judged.trees.filter((t) => !answer.roots.has(t.uuid) && !answer.used.has(t.uuid));
+  misses.sort((a, b) => a.shortfalls - b.shortfalls || a.id - b.id);
+  const nearest = misses.slice(0, NEAREST);
+  const names = await providerNames(db, nearest.flatMap((t) => [t.uuid, ...t.short.flatMap((s) => s.on ?? [])]));
+  const several = whole.groups.length > 1;
   return {
     allocationRequests: answer.count,
     groups: judged.groups,
     trees,
-    nearest: nearest.map((n) => ({ uuid: n.uuid, name: names.get(n.uuid) ?? null, short: n.short })),
+    nearest: nearest.map((t) => {
+      const short = t.short.map((s) => {
+        const where = [several ? groupName(s.suffix) : "", s.on ? `on ${names.get(s.on) ?? s.on}` : ""].filter(Boolean).join(" ");
+        return where ? `${where}: ${s.text}` : s.text;
+      });
+      if (short.length === 0) {
+        // Every group has a provider in the tree: a combining constraint is what leaves it out.
+        const stage = stages.findIndex((_, i) => !roots[i].has(t.uuid));
+        short.push(`its tree anchors no candidate once ${stages[stage].constraint}`);
+      }
+      return { uuid: t.uuid, name: names.get(t.uuid) ?? null, short };
+    }),
   };
 }
 
@@ -143,55 +149,70 @@ async function countCandidates(candidates: CandidatesAnswerer, query: Candidates
   return out;
 }
 
-interface JudgedProvider {
+/** One reason a tree falls short: a filter of group `suffix` that the tree's provider `on` (undefined: its root) fails. */
+interface Shortfall {
+  suffix: string;
+  on?: string;
+  text: string;
+}
+
+/** A tree (a provider without a parent, with the providers under it) as a near miss. */
+interface JudgedTree {
   id: number;
+  /** The root's uuid. */
   uuid: string;
-  rootUuid: string;
-  /** Why it cannot serve the group it comes closest to serving (empty: it can serve one). */
-  short: string[];
+  /** How many filters the tree fails: for each group, those of its provider that comes closest to serving it. */
+  shortfalls: number;
+  short: Shortfall[];
 }
 
 interface Judged {
   groups: GroupFunnel[];
-  providers: JudgedProvider[];
+  trees: JudgedTree[];
   sharing: boolean;
   namesKnown: boolean;
 }
 
-/** The group funnels and each provider's shortfalls, at the one state of the view `read` shows. */
+/**
+ * The group funnels, and each tree's shortfalls, at the one state of the
+ * view `read` shows. Each filter judges one provider (filters.ts); a tree
+ * is as short of serving a group as its provider that fails the fewest of
+ * the group's filters (the first in id order among equals).
+ */
 function judge(read: ViewRead, query: CandidatesQuery): Judged {
   const providers = [...read.byUuid.values()].sort((a, b) => a.id - b.id);
-  const byId = new Map<number, ViewProvider>(providers.map((p) => [p.id, p]));
   const rootOfUuid = (uuid: string) => read.byUuid.get(uuid)?.rootId;
   const filters = query.groups.map((g) => groupFilters(g, read.names, rootOfUuid));
-  const several = query.groups.length > 1;
 
   // remaining[g][i]: providers passing filters 0..i of group g, counted from each provider's first failure.
   const remaining = filters.map((f) => new Array<number>(f.length).fill(0));
   const passing = filters.map(() => 0);
-  const judged: JudgedProvider[] = [];
+  /** Per root id: for each group, the member failing the fewest of its filters, with those it fails. */
+  const closest = new Map<number, { root?: ViewProvider; best: Array<{ member: ViewProvider; failed: ProviderFilter[] } | undefined> }>();
   for (const p of providers) {
-    let best: { group: number; failed: ProviderFilter[] } | undefined;
+    let tree = closest.get(p.rootId);
+    if (!tree) closest.set(p.rootId, (tree = { best: filters.map(() => undefined) }));
+    if (p.id === p.rootId) tree.root = p;
     for (const [g, list] of filters.entries()) {
-      const failed: ProviderFilter[] = [];
-      let first = list.length;
-      for (const [i, f] of list.entries()) {
-        if (f.passes(p)) continue;
-        if (first === list.length) first = i;
-        failed.push(f);
-      }
+      const failed = list.filter((f) => !f.passes(p));
+      const first = failed.length === 0 ? list.length : list.indexOf(failed[0]);
       for (let i = 0; i < first; i++) remaining[g][i]++;
-      if (first === list.length) passing[g]++;
-      if (!best || failed.length < best.failed.length) best = { group: g, failed };
+      if (failed.length === 0) passing[g]++;
+      const best = tree.best[g];
+      if (!best || failed.length < best.failed.length) tree.best[g] = { member: p, failed };
     }
-    const prefix = several && best ? `${groupName(query.groups[best.group].suffix)}: ` : "";
-    const root = byId.get(p.rootId);
-    judged.push({
-      id: p.id,
-      uuid: p.uuid,
-      rootUuid: root?.uuid ?? p.uuid,
-      short: (best?.failed ?? []).map((f) => prefix + f.short(p)),
-    });
+  }
+  const trees: JudgedTree[] = [];
+  for (const { root, best } of closest.values()) {
+    // A provider without a root (or whose root is gone) is in no tree: no candidate can use it.
+    if (!root) continue;
+    const short: Shortfall[] = [];
+    for (const [g, b] of best.entries()) {
+      if (!b) continue;
+      const on = b.member === root ? undefined : b.member.uuid;
+      for (const f of b.failed) short.push({ suffix: query.groups[g].suffix, on, text: f.short(b.member) });
+    }
+    trees.push({ id: root.id, uuid: root.uuid, shortfalls: short.length, short });
   }
   return {
     groups: query.groups.map((g, i) => ({
@@ -199,7 +220,7 @@ function judge(read: ViewRead, query: CandidatesQuery): Judged {
       filters: filters[i].map((f, j) => ({ filter: f.filter, remaining: remaining[i][j] })),
       providers: passing[i],
     })),
-    providers: judged,
+    trees,
     sharing: providers.some((p) => p.shares),
     namesKnown: namesKnown(query, read.names),
   };
