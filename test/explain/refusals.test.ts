@@ -155,3 +155,54 @@ describe("the answer", () => {
     }
   });
 });
+
+describe("the constraints that combine groups, on trees", () => {
+  let vf: string;
+  let mark: string;
+  let numa: string;
+  let a: Provider;
+  let b: Provider;
+  beforeAll(async () => {
+    vf = custom("VF");
+    mark = custom("MARK");
+    numa = custom("NUMA");
+    // Tree a: a marked root with two NUMA children; tree b: one NUMA child.
+    a = await d.provider({ traits: [mark] });
+    for (let i = 0; i < 2; i++) await d.provider({ parent: a, inventory: { [vf]: 4 }, traits: [numa] });
+    b = await d.provider({});
+    await d.provider({ parent: b, inventory: { [vf]: 4 }, traits: [numa] });
+  });
+
+  it("counts the trees left as each is added, and says which one left a tree out", async () => {
+    const res = await explain(`resources_X=${vf}:1&resources_Y=${vf}:1&group_policy=isolate&root_required=!${mark}`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.allocation_requests).toBe(0);
+    expect(res.body.groups.map((g: { providers: number }) => g.providers)).toEqual([3, 3]);
+    expect(res.body.trees).toEqual([
+      { constraint: "every group on one tree", remaining: 2 },
+      { constraint: "group_policy:isolate", remaining: 1 },
+      { constraint: `root_required:!${mark}`, remaining: 0 },
+    ]);
+    const nearest = res.body.nearest.filter((n: { uuid: string }) => n.uuid === a.uuid || n.uuid === b.uuid);
+    expect(nearest).toEqual([
+      { uuid: a.uuid, name: a.name, short: [`its tree anchors no candidate once root_required:!${mark}`] },
+      { uuid: b.uuid, name: b.name, short: ["its tree anchors no candidate once group_policy:isolate"] },
+    ]);
+  });
+
+  it("answers a resourceless group and same_subtree without a 500, its last stage the candidates' trees", async () => {
+    for (const query of [
+      `resources_X=${vf}:1&required_Z=${mark}&same_subtree=_X,_Z&group_policy=none`,
+      `resources_X=${vf}:1&required_Z=${numa}&same_subtree=_X,_Z&group_policy=isolate`,
+      `resources_X=${vf}:1&resources_Y=${vf}:1&same_subtree=_X,_Y&group_policy=isolate&root_required=${mark}`,
+    ]) {
+      const candidates = await t.request("GET", `/allocation_candidates?${query}`);
+      const res = await explain(query);
+      expect(res.status, `${query}: ${res.text}`).toBe(200);
+      expect(res.body.allocation_requests, query).toBe(candidates.body.allocation_requests.length);
+      const stages = res.body.trees.map((s: { remaining: number }) => s.remaining);
+      expect(stages, query).toEqual([...stages].sort((x, y) => y - x));
+      expect(res.body.trees.at(-1).remaining > 0, query).toBe(candidates.body.allocation_requests.length > 0);
+    }
+  });
+});

@@ -88,7 +88,7 @@ export async function explainCandidates(candidates: CandidatesAnswerer, db: Db, 
   // A tree that anchors a candidate, or a provider that serves one (a sharing provider), is no miss.
   const misses = judged.trees.filter((t) => !answer.roots.has(t.uuid) && !answer.used.has(t.uuid));
   misses.sort((a, b) => a.shortfalls - b.shortfalls || a.id - b.id);
-  const nearest = misses.slice(0, NEAREST);
+  const nearest = misses.slice(0, NEAREST).map((t) => ({ uuid: t.uuid, short: shortfallsOf(t, judged.filters, whole) }));
   const names = await providerNames(db, nearest.flatMap((t) => [t.uuid, ...t.short.flatMap((s) => s.on ?? [])]));
   const several = whole.groups.length > 1;
   return {
@@ -149,70 +149,68 @@ async function countCandidates(candidates: CandidatesAnswerer, query: Candidates
   return out;
 }
 
-/** One reason a tree falls short: a filter of group `suffix` that the tree's provider `on` (undefined: its root) fails. */
-interface Shortfall {
-  suffix: string;
-  on?: string;
-  text: string;
-}
-
 /** A tree (a provider without a parent, with the providers under it) as a near miss. */
 interface JudgedTree {
   id: number;
   /** The root's uuid. */
   uuid: string;
-  /** How many filters the tree fails: for each group, those of its provider that comes closest to serving it. */
+  root: ViewProvider;
+  /** For each group, the tree's provider that fails the fewest of its filters (the first in id order among equals). */
+  closest: ViewProvider[];
+  /** How many filters those providers fail, all groups together. */
   shortfalls: number;
-  short: Shortfall[];
 }
 
 interface Judged {
   groups: GroupFunnel[];
+  /** Each group's filters (filters.ts), in funnel order. */
+  filters: ProviderFilter[][];
   trees: JudgedTree[];
   sharing: boolean;
   namesKnown: boolean;
 }
 
 /**
- * The group funnels, and each tree's shortfalls, at the one state of the
+ * The group funnels, and how short each tree falls, at the one state of the
  * view `read` shows. Each filter judges one provider (filters.ts); a tree
  * is as short of serving a group as its provider that fails the fewest of
- * the group's filters (the first in id order among equals).
+ * the group's filters. Only counts are kept here: the reasons are worded for
+ * the few near misses alone (shortfallsOf), not for every tree of the cloud.
  */
 function judge(read: ViewRead, query: CandidatesQuery): Judged {
-  const providers = [...read.byUuid.values()].sort((a, b) => a.id - b.id);
   const rootOfUuid = (uuid: string) => read.byUuid.get(uuid)?.rootId;
   const filters = query.groups.map((g) => groupFilters(g, read.names, rootOfUuid));
 
   // remaining[g][i]: providers passing filters 0..i of group g, counted from each provider's first failure.
   const remaining = filters.map((f) => new Array<number>(f.length).fill(0));
   const passing = filters.map(() => 0);
-  /** Per root id: for each group, the member failing the fewest of its filters, with those it fails. */
-  const closest = new Map<number, { root?: ViewProvider; best: Array<{ member: ViewProvider; failed: ProviderFilter[] } | undefined> }>();
-  for (const p of providers) {
-    let tree = closest.get(p.rootId);
-    if (!tree) closest.set(p.rootId, (tree = { best: filters.map(() => undefined) }));
+  const trees = new Map<number, { root?: ViewProvider; closest: ViewProvider[]; fewest: number[] }>();
+  let sharing = false;
+  for (const p of read.byUuid.values()) {
+    if (p.shares) sharing = true;
+    let tree = trees.get(p.rootId);
+    if (!tree) trees.set(p.rootId, (tree = { closest: [], fewest: filters.map(() => Infinity) }));
     if (p.id === p.rootId) tree.root = p;
-    for (const [g, list] of filters.entries()) {
-      const failed = list.filter((f) => !f.passes(p));
-      const first = failed.length === 0 ? list.length : list.indexOf(failed[0]);
+    for (let g = 0; g < filters.length; g++) {
+      const list = filters[g];
+      let first = list.length;
+      let failed = 0;
+      for (let i = 0; i < list.length; i++) {
+        if (list[i].passes(p)) continue;
+        if (failed++ === 0) first = i;
+      }
       for (let i = 0; i < first; i++) remaining[g][i]++;
-      if (failed.length === 0) passing[g]++;
-      const best = tree.best[g];
-      if (!best || failed.length < best.failed.length) tree.best[g] = { member: p, failed };
+      if (failed === 0) passing[g]++;
+      if (failed < tree.fewest[g] || (failed === tree.fewest[g] && p.id < tree.closest[g].id)) {
+        tree.fewest[g] = failed;
+        tree.closest[g] = p;
+      }
     }
   }
-  const trees: JudgedTree[] = [];
-  for (const { root, best } of closest.values()) {
-    // A provider without a root (or whose root is gone) is in no tree: no candidate can use it.
-    if (!root) continue;
-    const short: Shortfall[] = [];
-    for (const [g, b] of best.entries()) {
-      if (!b) continue;
-      const on = b.member === root ? undefined : b.member.uuid;
-      for (const f of b.failed) short.push({ suffix: query.groups[g].suffix, on, text: f.short(b.member) });
-    }
-    trees.push({ id: root.id, uuid: root.uuid, shortfalls: short.length, short });
+  const judged: JudgedTree[] = [];
+  // A provider without a root (or whose root is gone) is in no tree: no candidate can use it.
+  for (const { root, closest, fewest } of trees.values()) {
+    if (root) judged.push({ id: root.id, uuid: root.uuid, root, closest, shortfalls: fewest.reduce((a, b) => a + b, 0) });
   }
   return {
     groups: query.groups.map((g, i) => ({
@@ -220,10 +218,28 @@ function judge(read: ViewRead, query: CandidatesQuery): Judged {
       filters: filters[i].map((f, j) => ({ filter: f.filter, remaining: remaining[i][j] })),
       providers: passing[i],
     })),
-    trees,
-    sharing: providers.some((p) => p.shares),
+    filters,
+    trees: judged,
+    sharing,
     namesKnown: namesKnown(query, read.names),
   };
+}
+
+/** One reason a tree falls short: a filter of group `suffix` that the tree's provider `on` (undefined: its root) fails. */
+interface Shortfall {
+  suffix: string;
+  on?: string;
+  text: string;
+}
+
+/** What the providers that stand for `tree` lack, group by group, filter by filter. */
+function shortfallsOf(tree: JudgedTree, filters: ProviderFilter[][], query: CandidatesQuery): Shortfall[] {
+  const out: Shortfall[] = [];
+  for (const [g, member] of tree.closest.entries()) {
+    const on = member === tree.root ? undefined : member.uuid;
+    for (const f of filters[g]) if (!f.passes(member)) out.push({ suffix: query.groups[g].suffix, on, text: f.short(member) });
+  }
+  return out;
 }
 
 const groupName = (suffix: string) => (suffix === "" ? "unsuffixed group" : `group ${suffix}`);
