@@ -4,7 +4,7 @@
  * tests: they print figures, they assert nothing about time.
  */
 const [name, ...args] = process.argv.slice(2);
-const known = ["claims", "candidates", "soak", "pooler", "failover"];
+const known = ["claims", "candidates", "soak", "pooler", "failover", "explain"];
 if (!name || !known.includes(name)) {
   process.stderr.write(`usage: npm run bench -- <${known.join("|")}> [options]\n`);
   process.exit(2);

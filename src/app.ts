@@ -36,6 +36,7 @@ import { reshaperRoutes } from "./routes/reshaper.js";
 import { allocationCandidateRoutes } from "./routes/allocation-candidates.js";
 import { changeRoutes } from "./routes/changes.js";
 import { claimRoutes } from "./routes/claims.js";
+import { explainRoutes } from "./routes/explain.js";
 import { CandidatesService } from "./services/candidates/service.js";
 import { ReplicaRoutedCandidates } from "./services/replica-candidates.js";
 import { ChangeNotifier } from "./services/changes-notifier.js";
@@ -110,6 +111,7 @@ export function createApp(given: AppDeps): PlacementApp {
     reshaperRoutes,
     allocationCandidateRoutes,
     claimRoutes,
+    explainRoutes,
     changeRoutes,
   ]) {
     app.route("/", routes(routeDeps));

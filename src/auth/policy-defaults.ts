@@ -127,6 +127,8 @@ export const API_RULES = [
     "GET /resource_providers/{uuid}/allocations",
   ),
   api("allocation_candidates:list", ADMIN_OR_SERVICE, "List allocation candidates.", "GET /allocation_candidates"),
+  // An extension that reads what GET /allocation_candidates reads: the same default check.
+  api("allocation_candidates:explain", ADMIN_OR_SERVICE, "Explain what an allocation candidates query finds, filter by filter (extension).", "GET /allocation_candidates/explain"),
   // An extension (select and claim in one step): it writes allocations, so it defaults as allocations:manage does.
   api("claims:create", ADMIN_OR_SERVICE, "Choose allocation candidates and claim them (extension).", "POST /claims"),
   api("changes:list", ADMIN_OR_SERVICE, "Follow the change feed of providers, inventories, usage, traits and aggregates (extension).", "GET /changes"),
@@ -137,6 +139,6 @@ export const API_RULES = [
 export type ApiRuleName = (typeof API_RULES)[number]["name"];
 
 /** Rules of this server's extensions beside the Placement API (README "Extensions"), not Placement's own. */
-export const EXTENSION_RULES = new Set(["placement:claims:create", "placement:changes:list"]);
+export const EXTENSION_RULES = new Set(["placement:claims:create", "placement:changes:list", "placement:allocation_candidates:explain"]);
 
 export const ALL_RULES: RuleDefault[] = [...BASE_RULES, ...API_RULES];

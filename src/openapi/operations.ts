@@ -393,6 +393,15 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: "get",
+    path: "/allocation_candidates/explain",
+    summary: "Why a candidates query finds what it finds: providers left per filter, trees left per combining constraint, the nearest misses; the query string is GET /allocation_candidates'.",
+    since: "1.10",
+    extension: true,
+    responses: { 200: { description: "The funnel.", json: since("1.10", R.EXPLAIN) } },
+    errors: read(400),
+  },
+  {
+    method: "get",
     path: "/changes",
     summary: "The change feed: provider states committed after a cursor (a long poll).",
     extension: true,

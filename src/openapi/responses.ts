@@ -91,6 +91,13 @@ const claims = (alternate: z.ZodType) => z.strictObject({ claims: z.array(claime
 export const CLAIMS_V1_10 = claims(dictRequest);
 export const CLAIMS_V1_34 = claims(mappedRequest);
 
+export const EXPLAIN = z.strictObject({
+  allocation_requests: int,
+  groups: z.array(z.strictObject({ suffix: z.string(), filters: z.array(z.strictObject({ filter: z.string(), remaining: int })), providers: int })),
+  trees: z.array(z.strictObject({ constraint: z.string(), remaining: int })),
+  nearest: z.array(z.strictObject({ uuid, name: z.string().nullable(), short: z.array(z.string()) })),
+});
+
 const providerState = z.strictObject({
   generation: int,
   name: z.string(),

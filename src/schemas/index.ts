@@ -51,6 +51,7 @@ export const OPERATION_SCHEMAS: Readonly<Record<string, OperationSchemas>> = {
   "POST /allocations": { body: POST_ALLOCATIONS },
   "POST /reshaper": { body: POST_RESHAPER },
   "GET /allocation_candidates": { query: CANDIDATES_QUERY },
+  "GET /allocation_candidates/explain": { query: CANDIDATES_QUERY },
   "POST /claims": { body: POST_CLAIMS, query: CANDIDATES_QUERY },
   "GET /usages": { query: USAGES_QUERY },
   "GET /changes": { query: CHANGES_QUERY },

@@ -14,7 +14,7 @@ import type { CandidatesQuery } from "../query/request-groups.js";
 import type { AnswerShape } from "./candidates/answer-shape.js";
 import type { CandidatesPath, CandidatesService, CandidatesSink } from "./candidates/service.js";
 
-export type CandidatesAnswerer = Pick<CandidatesService, "answer">;
+export type CandidatesAnswerer = Pick<CandidatesService, "answer" | "readView">;
 
 export class ReplicaRoutedCandidates implements CandidatesAnswerer {
   /** One service per standby: each keeps the cloud view it read there. */
@@ -25,6 +25,9 @@ export class ReplicaRoutedCandidates implements CandidatesAnswerer {
     private readonly replicas: ReadReplicas,
     private readonly serviceOn: (db: Db) => CandidatesService,
   ) {}
+
+  /** The primary's view: explaining an answer is an operator's question, not the load a standby takes. */
+  readView: CandidatesService["readView"] = (wanted, use) => this.onPrimary.readView(wanted, use);
 
   async answer(query: CandidatesQuery, shape: AnswerShape, sink: CandidatesSink): Promise<CandidatesPath | undefined> {
     const target = this.replicas.pick();

@@ -278,6 +278,7 @@ describe("the OpenAPI document", () => {
     for (const version of ["1.10", "1.12", "1.17", "1.29", MAX_VERSION]) await call("GET", "/allocation_candidates?resources=VCPU:1,MEMORY_MB:128", { version });
     await call("GET", "/allocation_candidates?resources1=VCPU:1&resources2=MEMORY_MB:64&group_policy=none&root_required=!CUSTOM_NONE");
     await call("GET", "/allocation_candidates?resources=VCPU:1&limit=0");
+    await call("GET", `/allocation_candidates/explain?resources=VCPU:1,MEMORY_MB:128&required=!CUSTOM_NONE&member_of=${agg}&limit=1`);
     const claimed = await call("POST", "/claims?resources=VCPU:1", { body: { consumers: [{ consumer_uuid: newUuid(), project_id: project, user_id: user }], alternates: 1 } });
     expect(claimed.body.claims).toHaveLength(1);
     await call("GET", "/changes");

@@ -34,7 +34,7 @@ import type { Db, Queryable } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
 import { unique } from "../../query/values.js";
 import type { AnswerShape } from "./answer-shape.js";
-import { CloudView, type CloudViewOptions, type ViewNames } from "./cloud-view.js";
+import { CloudView, type CloudViewOptions, type ViewNames, type ViewRead } from "./cloud-view.js";
 import type { Candidate } from "./combine.js";
 import { findCandidates, type EngineOptions } from "./engine.js";
 import type { CandidatesResult, NamesById } from "./generate.js";
@@ -93,6 +93,14 @@ export class CandidatesService {
     const named = config.PLACEMENT_DB_POOLER !== "transaction";
     this.view = new CloudView(db, { ...options.view, namedStatements: named });
     this.paths = options.paths ?? PREFERENCE;
+  }
+
+  /**
+   * The cloud view this service answers from, brought up to date now (CloudView.read): for
+   * readers that explain an answer from the same state (services/explain/).
+   */
+  readView<T>(wanted: ViewNames, use: (read: ViewRead) => T): Promise<T | undefined> {
+    return this.view.read(wanted, use);
   }
 
   /**

@@ -1,0 +1,294 @@
+/**
+ * Why a candidates query finds what it finds (GET /allocation_candidates/explain,
+ * `placement explain`; docs/explain.md): how many allocation requests it
+ * answers, how many providers each request group keeps filter after filter,
+ * how many trees keep a candidate as the constraints that combine groups are
+ * added one at a time, and the trees that came closest.
+ *
+ * Nothing here restates a rule of the candidates engine:
+ * - the count of allocation requests is the real candidates service run into
+ *   a sink that counts (without the query's limit), so it is the length of
+ *   the candidates answer by construction, with the same 400s;
+ * - each tree stage is the same service run on the query with the later
+ *   combining constraints left out, counting the distinct trees its
+ *   candidates are anchored on; the last stage is the whole query;
+ * - the group funnels are the rules of ../rules/ applied to each provider on
+ *   its own (filters.ts), over the cloud view the candidates service answers
+ *   from, at one state of it (CloudView.read).
+ * So a funnel costs a few candidates answers (one per combining constraint
+ * the query has) plus a pass over the providers per request group.
+ *
+ * A cloud too large for the service to keep a copy of is read whole into a
+ * copy made for this one request and dropped after it: an operator's
+ * question, asked rarely, may cost that memory for its duration.
+ */
+import { sql } from "drizzle-orm";
+import type { Db } from "../../db/database.js";
+import type { CandidatesQuery } from "../../query/request-groups.js";
+import { CloudView, type ViewProvider, type ViewRead } from "../candidates/cloud-view.js";
+import type { Candidate } from "../candidates/combine.js";
+import type { FlatAnswer } from "../candidates/flat-answer.js";
+import type { NamesById } from "../candidates/generate.js";
+import { viewNames, type CandidatesSink } from "../candidates/service.js";
+import { namesKnown } from "../candidates/unknown-names.js";
+import type { CandidatesAnswerer } from "../replica-candidates.js";
+import { groupFilters, type ProviderFilter } from "./filters.js";
+
+export interface GroupFunnel {
+  suffix: string;
+  filters: Array<{ filter: string; remaining: number }>;
+  /** Providers left after every filter of the group. */
+  providers: number;
+}
+
+export interface TreeStage {
+  constraint: string;
+  /** Trees (root providers) that still anchor a candidate. */
+  remaining: number;
+}
+
+/** A tree that anchors no candidate, named by its root. */
+export interface NearMiss {
+  uuid: string;
+  /** Null when the provider was deleted after the funnel was made. */
+  name: string | null;
+  short: string[];
+}
+
+export interface Explanation {
+  allocationRequests: number;
+  groups: GroupFunnel[];
+  trees: TreeStage[];
+  nearest: NearMiss[];
+}
+
+/** How many near misses an explanation lists. */
+export const NEAREST = 5;
+
+/** The first tree stage: the groups only have to fit together on one tree (and the sharing providers its aggregates reach). */
+export const ONE_TREE = "every group on one tree";
+export const ONE_TREE_SHARING = "every group on one tree or the sharing providers of its aggregates";
+
+/** Explains `query` at microversion 1.29's `nestedAware`, from the cloud `candidates` answers from. */
+export async function explainCandidates(candidates: CandidatesAnswerer, db: Db, query: CandidatesQuery, nestedAware: boolean): Promise<Explanation> {
+  const whole: CandidatesQuery = { groups: query.groups, params: { ...query.params, limit: undefined } };
+  // First, so a query the candidates service refuses is refused here with the same error.
+  const answer = await countCandidates(candidates, whole, nestedAware);
+  const judged = (await candidates.readView(viewNames(whole), (read) => judge(read, whole))) ?? (await judgeWholeCloud(db, whole));
+
+  const stages = treeStages(whole, judged.sharing);
+  const roots: Array<ReadonlySet<string>> = [];
+  for (const [i, stage] of stages.entries()) {
+    if (i === stages.length - 1) roots.push(answer.roots);
+    // A name the database does not know: no stage has a candidate (and the service may refuse a stage's query).
+    else roots.push(judged.namesKnown ? (await countCandidates(candidates, stage.query, nestedAware)).roots : new Set());
+  }
+  const trees = stages.map((s, i) => ({ constraint: s.constraint, remaining: roots[i].size }));
+
+  // A tree that anchors a candidate, or a provider that serves one (a sharing provider), is no miss.
+  const misses = judged.trees.filter((t) => !answer.roots.has(t.uuid) && !answer.used.has(t.uuid));
+  misses.sort((a, b) => a.shortfalls - b.shortfalls || a.id - b.id);
+  const nearest = misses.slice(0, NEAREST).map((t) => ({ uuid: t.uuid, short: shortfallsOf(t, judged.filters, whole) }));
+  const names = await providerNames(db, nearest.flatMap((t) => [t.uuid, ...t.short.flatMap((s) => s.on ?? [])]));
+  const several = whole.groups.length > 1;
+  return {
+    allocationRequests: answer.count,
+    groups: judged.groups,
+    trees,
+    nearest: nearest.map((t) => {
+      const short = t.short.map((s) => {
+        const where = [several ? groupName(s.suffix) : "", s.on ? `on ${names.get(s.on) ?? s.on}` : ""].filter(Boolean).join(" ");
+        return where ? `${where}: ${s.text}` : s.text;
+      });
+      if (short.length === 0) {
+        // Every group has a provider in the tree: a combining constraint is what leaves it out.
+        const stage = stages.findIndex((_, i) => !roots[i].has(t.uuid));
+        short.push(`its tree anchors no candidate once ${stages[stage].constraint}`);
+      }
+      return { uuid: t.uuid, name: names.get(t.uuid) ?? null, short };
+    }),
+  };
+}
+
+interface Count {
+  count: number;
+  /** Uuids of the roots of the trees the candidates are anchored on. */
+  roots: Set<string>;
+  /** Uuids of the providers the candidates take resources from or map a group to. */
+  used: Set<string>;
+}
+
+/** Runs the candidates service on `query` into a sink that only counts. */
+async function countCandidates(candidates: CandidatesAnswerer, query: CandidatesQuery, nestedAware: boolean): Promise<Count> {
+  const out: Count = { count: 0, roots: new Set(), used: new Set() };
+  const sink: CandidatesSink = {
+    // Called unbound (the engine takes it as a callback).
+    candidate: (c: Candidate, names: NamesById) => {
+      out.count++;
+      out.roots.add(names.uuidOf(c.anchorRootId));
+      for (const r of c.resources) out.used.add(names.uuidOf(r.providerId));
+      for (const o of c.groups) for (const p of o.providers) out.used.add(names.uuidOf(p));
+    },
+    end: () => undefined,
+    flat: (answer: FlatAnswer) => {
+      out.count += answer.anchors.length;
+      // On a flat cloud every provider is a tree of its own.
+      for (const a of answer.anchors) {
+        out.roots.add(a.details.uuid);
+        out.used.add(a.details.uuid);
+      }
+    },
+    discard: () => {
+      out.count = 0;
+      out.roots.clear();
+      out.used.clear();
+      return true;
+    },
+  };
+  await candidates.answer(query, nestedAware, sink);
+  return out;
+}
+
+/** A tree (a provider without a parent, with the providers under it) as a near miss. */
+interface JudgedTree {
+  id: number;
+  /** The root's uuid. */
+  uuid: string;
+  root: ViewProvider;
+  /** For each group, the tree's provider that fails the fewest of its filters (the first in id order among equals). */
+  closest: ViewProvider[];
+  /** How many filters those providers fail, all groups together. */
+  shortfalls: number;
+}
+
+interface Judged {
+  groups: GroupFunnel[];
+  /** Each group's filters (filters.ts), in funnel order. */
+  filters: ProviderFilter[][];
+  trees: JudgedTree[];
+  sharing: boolean;
+  namesKnown: boolean;
+}
+
+/**
+ * The group funnels, and how short each tree falls, at the one state of the
+ * view `read` shows. Each filter judges one provider (filters.ts); a tree
+ * is as short of serving a group as its provider that fails the fewest of
+ * the group's filters. Only counts are kept here: the reasons are worded for
+ * the few near misses alone (shortfallsOf), not for every tree of the cloud.
+ */
+function judge(read: ViewRead, query: CandidatesQuery): Judged {
+  const rootOfUuid = (uuid: string) => read.byUuid.get(uuid)?.rootId;
+  const filters = query.groups.map((g) => groupFilters(g, read.names, rootOfUuid));
+
+  // remaining[g][i]: providers passing filters 0..i of group g, counted from each provider's first failure.
+  const remaining = filters.map((f) => new Array<number>(f.length).fill(0));
+  const passing = filters.map(() => 0);
+  const trees = new Map<number, { root?: ViewProvider; closest: ViewProvider[]; fewest: number[] }>();
+  let sharing = false;
+  for (const p of read.byUuid.values()) {
+    if (p.shares) sharing = true;
+    let tree = trees.get(p.rootId);
+    if (!tree) trees.set(p.rootId, (tree = { closest: [], fewest: filters.map(() => Infinity) }));
+    if (p.id === p.rootId) tree.root = p;
+    for (let g = 0; g < filters.length; g++) {
+      const list = filters[g];
+      let first = list.length;
+      let failed = 0;
+      for (let i = 0; i < list.length; i++) {
+        if (list[i].passes(p)) continue;
+        if (failed++ === 0) first = i;
+      }
+      for (let i = 0; i < first; i++) remaining[g][i]++;
+      if (failed === 0) passing[g]++;
+      if (failed < tree.fewest[g] || (failed === tree.fewest[g] && p.id < tree.closest[g].id)) {
+        tree.fewest[g] = failed;
+        tree.closest[g] = p;
+      }
+    }
+  }
+  const judged: JudgedTree[] = [];
+  // A provider without a root (or whose root is gone) is in no tree: no candidate can use it.
+  for (const { root, closest, fewest } of trees.values()) {
+    if (root) judged.push({ id: root.id, uuid: root.uuid, root, closest, shortfalls: fewest.reduce((a, b) => a + b, 0) });
+  }
+  return {
+    groups: query.groups.map((g, i) => ({
+      suffix: g.suffix,
+      filters: filters[i].map((f, j) => ({ filter: f.filter, remaining: remaining[i][j] })),
+      providers: passing[i],
+    })),
+    filters,
+    trees: judged,
+    sharing,
+    namesKnown: namesKnown(query, read.names),
+  };
+}
+
+/** One reason a tree falls short: a filter of group `suffix` that the tree's provider `on` (undefined: its root) fails. */
+interface Shortfall {
+  suffix: string;
+  on?: string;
+  text: string;
+}
+
+/** What the providers that stand for `tree` lack, group by group, filter by filter. */
+function shortfallsOf(tree: JudgedTree, filters: ProviderFilter[][], query: CandidatesQuery): Shortfall[] {
+  const out: Shortfall[] = [];
+  for (const [g, member] of tree.closest.entries()) {
+    const on = member === tree.root ? undefined : member.uuid;
+    for (const f of filters[g]) if (!f.passes(member)) out.push({ suffix: query.groups[g].suffix, on, text: f.short(member) });
+  }
+  return out;
+}
+
+const groupName = (suffix: string) => (suffix === "" ? "unsuffixed group" : `group ${suffix}`);
+
+/** Bounds of a copy made for one request: any cloud (they are SQL int parameters). */
+const NO_BOUND = 2 ** 31 - 1;
+
+/** judge() over a copy of the whole cloud made for this request (the service keeps none of a cloud this large). */
+async function judgeWholeCloud(db: Db, query: CandidatesQuery): Promise<Judged> {
+  const once = new CloudView(db, { namedStatements: false, maxProviders: NO_BOUND, maxTreeProviders: NO_BOUND });
+  const judged = await once.read(viewNames(query), (read) => judge(read, query));
+  if (!judged) throw new Error("a cloud view without bounds declined to copy the cloud");
+  return judged;
+}
+
+/** The query of one tree stage and what it adds. */
+interface Stage {
+  constraint: string;
+  query: CandidatesQuery;
+}
+
+/**
+ * The stages of the tree funnel: the groups on one tree, then each
+ * combining constraint the query has, in a fixed order (group_policy=isolate,
+ * each same_subtree, root_required), each stage's query adding one to the
+ * one before.
+ */
+function treeStages(query: CandidatesQuery, sharing: boolean): Stage[] {
+  const { params } = query;
+  let current: CandidatesQuery = {
+    groups: query.groups,
+    params: { ...params, groupPolicy: undefined, sameSubtrees: [], rootRequired: [], rootForbidden: [] },
+  };
+  const stages: Stage[] = [{ constraint: sharing ? ONE_TREE_SHARING : ONE_TREE, query: current }];
+  const add = (constraint: string, change: Partial<CandidatesQuery["params"]>) => {
+    current = { groups: query.groups, params: { ...current.params, ...change } };
+    stages.push({ constraint, query: current });
+  };
+  if (params.groupPolicy === "isolate") add("group_policy:isolate", { groupPolicy: "isolate" });
+  for (const [i, suffixes] of params.sameSubtrees.entries()) add(`same_subtree:${suffixes.join(",")}`, { sameSubtrees: params.sameSubtrees.slice(0, i + 1) });
+  if (params.rootRequired.length > 0 || params.rootForbidden.length > 0) {
+    const traits = [...params.rootRequired, ...params.rootForbidden.map((t) => `!${t}`)];
+    add(`root_required:${traits.join(",")}`, { rootRequired: params.rootRequired, rootForbidden: params.rootForbidden });
+  }
+  return stages;
+}
+
+async function providerNames(db: Db, uuids: string[]): Promise<Map<string, string>> {
+  if (uuids.length === 0) return new Map();
+  const res = await db.execute<{ uuid: string; name: string }>(sql`SELECT uuid, name FROM resource_providers WHERE uuid = ANY(${sql.param(uuids)}::varchar[])`);
+  return new Map(res.rows.map((r) => [r.uuid, r.name]));
+}
