@@ -1,4 +1,8 @@
-/** GET /: the version document. Public: no authentication needed. */
+/**
+ * GET /: the version document. Public: no authentication needed. Placement's
+ * handler has no Accept check, so any Accept header gets the JSON document
+ * (a client that asks for text/plain is still answered, not refused with 406).
+ */
 import { Hono } from "hono";
 import type { AppDeps, AppEnv } from "../http/context.js";
 import { declareRoute } from "../http/routing.js";
@@ -23,6 +27,6 @@ export function rootRoutes(_deps: AppDeps): Hono<AppEnv> {
         ],
       });
     },
-  });
+  }, { getAcceptsAnything: true });
   return app;
 }

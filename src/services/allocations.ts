@@ -87,8 +87,8 @@ type Released = { providerId: number; classId: number; used: number };
 
 /**
  * Replaces the allocations of every consumer in `writes`, all or nothing,
- * inside the caller's transaction. Consumers left without allocations are
- * deleted. Throws GenerationConflict, ProviderNotFound, ClassNotFound (as
+ * inside the caller's transaction. Consumers whose allocations the write
+ * removes are deleted. Throws GenerationConflict, ProviderNotFound, ClassNotFound (as
  * seen by `writer`) or CapacityExceeded.
  * A claim for a new consumer costs three statements (consumers; providers
  * and classes; capacity check and write) between BEGIN and COMMIT: round
@@ -133,15 +133,20 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
 
   // 3. Clean slate for these consumers (a consumer created just now has nothing to remove),
   // remembering what they held: a provider already over capacity may take back as much.
-  const released: Released[] = [];
+  const released: Array<Released & { consumerId: number }> = [];
   if (existing.length > 0) {
-    const freed = await executePrepared<Released>(
+    const freed = await executePrepared<Released & { consumerId: number }>(
       tx,
       sql`DELETE FROM allocations WHERE consumer_id = ANY(${sql.param(existing)}::int[])
-          RETURNING resource_provider_id AS "providerId", resource_class_id AS "classId", used`,
+          RETURNING consumer_id AS "consumerId", resource_provider_id AS "providerId", resource_class_id AS "classId", used`,
     );
     released.push(...freed.rows);
   }
+  // As in Placement, a write touches a consumer only through allocations: one asked to
+  // hold nothing that holds nothing (a new one included) is kept as it is, neither bumped
+  // nor deleted, so its generation and type outlive the write. The others are touched.
+  const heldBefore = new Set(released.map((r) => r.consumerId));
+  const touched = rows.filter((r, i) => Object.keys(writes[i].allocations).length > 0 || heldBefore.has(r.id));
 
   // 4. Check against what everyone else holds, as committed now, and write.
   const wanted: Wanted[] = [];
@@ -153,8 +158,9 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
       }
     }
   });
-  await writeWithinCapacity(tx, wanted, released, classIds, providers, rows);
-  if (emptied.length > 0) await deleteConsumersWithoutAllocations(tx, emptied.map((r) => r.id));
+  await writeWithinCapacity(tx, wanted, released, classIds, providers, touched);
+  const emptiedNow = emptied.filter((r) => heldBefore.has(r.id));
+  if (emptiedNow.length > 0) await deleteConsumersWithoutAllocations(tx, emptiedNow.map((r) => r.id));
 }
 
 /**
@@ -393,8 +399,10 @@ export async function deleteConsumerAllocations(store: Store, consumerUuid: stri
       const consumer = (await lockConsumers(tx, [consumerUuid])).get(consumerUuid);
       if (!consumer) return false;
       const rows = await tx.execute(sql`DELETE FROM allocations WHERE consumer_id = ${consumer.id}`);
+      // A consumer that held nothing (kept by a write of empty allocations) stays, as in Placement.
+      if ((rows.rowCount ?? 0) === 0) return false;
       await deleteConsumersWithoutAllocations(tx, [consumer.id]);
-      return (rows.rowCount ?? 0) > 0;
+      return true;
     },
     { retries: store.allocationRetries },
   );

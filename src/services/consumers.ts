@@ -144,7 +144,10 @@ export function checkConsumerGeneration(uuid: string, actual: number | null, giv
   if (given !== undefined && actual !== given) throw consumerGenerationConflict(uuid, actual, given);
 }
 
-/** Placement removes a consumer once it holds nothing; so do we, in the same transaction as the write that emptied it. */
+/**
+ * Placement removes a consumer once a write removes the last of its
+ * allocations; so do we, in the same transaction as the write that emptied it.
+ */
 export async function deleteConsumersWithoutAllocations(tx: Tx, ids: readonly number[]): Promise<void> {
   if (ids.length === 0) return;
   await executePrepared(tx, sql`

@@ -182,7 +182,8 @@ export async function findProviders(q: Queryable, query: ProviderListFilters): P
 async function listProviders(q: Queryable, filters: ProviderFilters): Promise<ProviderView[]> {
   if (![filters.name, filters.uuid, filters.inTree].every((v) => v === undefined || canBeStored(v))) return [];
   const conditions: SQL[] = [...(filters.conditions ?? [])];
-  if (filters.name !== undefined) conditions.push(eq(resourceProviders.name, filters.name));
+  // An empty name filters nothing: Placement tests the name for truth, so `?name=` lists every provider.
+  if (filters.name) conditions.push(eq(resourceProviders.name, filters.name));
   if (filters.uuid !== undefined) conditions.push(eq(resourceProviders.uuid, filters.uuid));
   if (filters.inTree !== undefined) {
     conditions.push(
@@ -317,7 +318,7 @@ async function updateProviderIn(tx: Tx, uuid: string, update: ProviderUpdate, al
     await lockProvidersForNoKeyUpdate(tx, eq(resourceProviders.rootProviderId, current.rootProviderId ?? current.id));
   }
   const me = await lockProviderForNoKeyUpdate(tx, uuid);
-  const changes: Partial<typeof resourceProviders.$inferInsert> = { name: update.name, updatedAt: new Date() };
+  const changes: Partial<typeof resourceProviders.$inferInsert> = { name: update.name };
   let newRootId: number | undefined;
   let subtree: number[] = [];
 
@@ -348,14 +349,23 @@ async function updateProviderIn(tx: Tx, uuid: string, update: ProviderUpdate, al
       .where(and(eq(resourceProviders.name, update.name), ne(resourceProviders.id, me.id)));
     if (clash.length > 0) throw new DuplicateProvider("update", { name: update.name });
   }
+  // updated_at moves only with a real change, as Placement's ORM writes a row
+  // only when a value differs: a PUT that changes nothing leaves it (empty
+  // for a child never changed), and a move stamps every provider whose root
+  // it changes. PUT answers the value from before as its Last-Modified.
+  const rootChanges = newRootId !== undefined && newRootId !== (me.rootProviderId ?? me.id);
+  const changed = update.name !== me.name || (changes.parentProviderId !== undefined && changes.parentProviderId !== me.parentProviderId) || rootChanges;
   try {
-    await tx.update(resourceProviders).set(changes).where(eq(resourceProviders.id, me.id));
+    await tx
+      .update(resourceProviders)
+      .set(changed ? { ...changes, updatedAt: sql`now()` } : changes)
+      .where(eq(resourceProviders.id, me.id));
   } catch (err) {
     if (pgError(err).code === UNIQUE_VIOLATION) throw new DuplicateProvider("update", { name: update.name });
     throw err;
   }
-  if (newRootId !== undefined && subtree.length > 0) {
-    await tx.update(resourceProviders).set({ rootProviderId: newRootId }).where(inArray(resourceProviders.id, subtree));
+  if (rootChanges && subtree.length > 0) {
+    await tx.update(resourceProviders).set({ rootProviderId: newRootId, updatedAt: sql`now()` }).where(inArray(resourceProviders.id, subtree));
   }
   return getProviderView(tx, uuid);
 }

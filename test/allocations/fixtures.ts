@@ -91,7 +91,12 @@ export async function ownerDrift(t: { sql: Harness["sql"] }): Promise<unknown[]>
   );
 }
 
-/** Consumers that hold nothing: Placement deletes them, so must always be empty. */
+/**
+ * Consumers that hold nothing: Placement deletes a consumer with the write
+ * that removes its last allocation, and keeps one only when a write of empty
+ * allocations found it holding nothing, which these tests never send; so
+ * must always be empty.
+ */
 export async function emptyConsumers(t: { sql: Harness["sql"] }): Promise<unknown[]> {
   return t.sql("SELECT c.uuid FROM consumers c WHERE NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)");
 }

@@ -6,56 +6,18 @@
  * alternating between them, so correctness cannot rest on anything shared
  * in memory. The second needs `npm run build` (it starts dist/src/cli.js).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newUuid, startHarness, type Harness } from "../support/harness.js";
-import { startServerProcess, type ServerProcess } from "../support/server-process.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { newUuid, type Harness } from "../support/harness.js";
 import { claimBody, createProvider, emptyConsumers, overcommitted, PROJECT, providerGeneration, usageDrift, usedOn, USER } from "./fixtures.js";
+import { count, details, TRANSPORTS, useRaceHarness, type Send } from "./race-transports.js";
 
 const CLIENTS = 40;
 
-interface Reply {
-  status: number;
-  body: any;
-}
-type Send = (method: string, path: string, body?: unknown, version?: string) => Promise<Reply>;
-
+const race = useRaceHarness(CLIENTS);
 let t: Harness;
-let servers: ServerProcess[] = [];
-const transports: Record<string, Send> = {};
-
-beforeAll(async () => {
-  t = await startHarness({ poolSize: CLIENTS });
-  transports["one process"] = async (method, path, body, version = "1.39") => {
-    const res = await t.request(method, path, { body, version });
-    return { status: res.status, body: res.body };
-  };
-  const env = { DATABASE_URL: t.url, LOG_LEVEL: "warn", PLACEMENT_DB_POOL_SIZE: String(CLIENTS / 2) };
-  servers = await Promise.all([startServerProcess(env, 60_000), startServerProcess(env, 60_000)]);
-  let next = 0;
-  transports["two processes"] = async (method, path, body, version = "1.39") => {
-    const server = servers[next++ % servers.length];
-    const res = await fetch(`${server.baseUrl}${path}`, {
-      method,
-      headers: {
-        "x-auth-token": "admin",
-        accept: "application/json",
-        "openstack-api-version": `placement ${version}`,
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : undefined };
-  };
-}, 120_000);
-
-afterAll(async () => {
-  await Promise.all(servers.map((s) => s.stop()));
-  await t?.close();
+beforeAll(() => {
+  t = race.harness();
 });
-
-const count = (replies: Reply[], status: number) => replies.filter((r) => r.status === status).length;
-const details = (replies: Reply[]) => replies.filter((r) => r.status >= 400).map((r) => r.body?.errors?.[0]?.detail as string);
 
 async function noBrokenInvariants() {
   expect(await overcommitted(t)).toEqual([]);
@@ -63,8 +25,8 @@ async function noBrokenInvariants() {
   expect(await usageDrift(t)).toEqual([]);
 }
 
-describe.each(["one process", "two processes"])("races (%s)", (mode) => {
-  const send = (...args: Parameters<Send>) => transports[mode](...args);
+describe.each(TRANSPORTS)("races (%s)", (mode) => {
+  const send = (...args: Parameters<Send>) => race.send(mode)(...args);
 
   it("lets exactly as many claims as fit take the last units of a provider", async () => {
     const rp = await createProvider(t, { VCPU: { total: 16 } });

@@ -8,7 +8,7 @@ import { limitedAnswerFaults, limitOf, withoutLimit } from "./limited.js";
 import type { Exchange, Step } from "./model.js";
 import { applyRefresh, refreshRequest, type RefreshKind } from "./refresh.js";
 import { send, SideState, type Request, type Response } from "./request.js";
-import { usageChange } from "./usage-change.js";
+import { roomBefore, usageChange } from "./usage-change.js";
 import { Workload } from "./workload.js";
 
 export interface Finding {
@@ -84,7 +84,11 @@ export async function runSeed(seed: number, steps: number, urls: { reference: st
       // Differences of the unlimited answers are judged on that exchange (a known bug shows there whole).
       const judged = limited?.unlimited && limited.differences.length === differences.length ? limited.unlimited : record;
       const asJudged = judged === record ? differences : differences.map((d) => ({ ...d, aspect: d.aspect.replace(/^without its limit: /, "") }));
-      const bug = knownBug(judged, asJudged, { retiredClasses: model.retiredClasses, usageChange: (e, provider, rc) => usageChange(model, providerSymOf, e, provider, rc) });
+      const bug = knownBug(judged, asJudged, {
+        retiredClasses: model.retiredClasses,
+        usageChange: (e, provider, rc) => usageChange(model, providerSymOf, e, provider, rc),
+        roomBefore: (provider, rc) => roomBefore(model, providerSymOf, provider, rc),
+      });
       const prefix = global && model.diverged && !bug ? "(after an earlier divergence) " : "";
       for (const d of differences) {
         findings.push({ cause: `${prefix}${label} | ${d.aspect}`, seed, step, exchange: record, differences, knownBug: bug?.anchor, after });

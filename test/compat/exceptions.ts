@@ -13,7 +13,13 @@ export interface BugContext {
   retiredClasses: ReadonlySet<string>;
   /** How much an allocation write changes a provider's usage of a class, if the model can tell (usage-change.ts). */
   usageChange(exchange: Exchange, providerUuid: string, resourceClass: string): number | undefined;
+  /** Capacity the class had left on the provider before the write, if the model can tell (usage-change.ts). */
+  roomBefore(providerUuid: string, resourceClass: string): number | undefined;
 }
+
+/** The capacity refusal's detail, naming the class and the provider. */
+const CAPACITY_REFUSAL =
+  /Unable to create allocation for '([A-Z0-9_]+)' on resource provider '([0-9a-f-]{36})'\. The requested amount would exceed the capacity/;
 
 export interface KnownBug {
   /** The anchor of the entry's heading in docs/placement-bugs.md. */
@@ -156,9 +162,7 @@ export const KNOWN_BUGS: KnownBug[] = [
     anchor: "an-over-capacity-provider-refuses-a-write-that-does-not-raise-its-usage",
     matches: (e, _differences, context) => {
       if (e.reference.status !== 409 || e.ours.status >= 300) return false;
-      const refused = /Unable to create allocation for '([A-Z0-9_]+)' on resource provider '([0-9a-f-]{36})'\. The requested amount would exceed the capacity/.exec(
-        e.reference.text,
-      );
+      const refused = CAPACITY_REFUSAL.exec(e.reference.text);
       if (!refused) return false;
       const change = context.usageChange(e, refused[2], refused[1]);
       return change !== undefined && change <= 0;
@@ -167,6 +171,18 @@ export const KNOWN_BUGS: KnownBug[] = [
   {
     anchor: "a-nan-or-negative-infinite-allocation-ratio-answers-500",
     matches: (e) => e.reference.status === 500 && e.ours.status === 400 && /cannot convert float (NaN|infinity) to integer/.test(e.reference.text),
+  },
+  {
+    anchor: "concurrent-claims-overcommit-a-provider-under-1400s-over-capacity-rule",
+    // Only where the agreed state proves the write raises the usage past the capacity: ours is then right to refuse it.
+    matches: (e, _differences, context) => {
+      if (e.reference.status !== 204 || e.ours.status !== 409) return false;
+      const refused = CAPACITY_REFUSAL.exec(e.ours.text);
+      if (!refused) return false;
+      const change = context.usageChange(e, refused[2], refused[1]);
+      const room = context.roomBefore(refused[2], refused[1]);
+      return change !== undefined && room !== undefined && change > 0 && change > room;
+    },
   },
 ];
 

@@ -1,9 +1,9 @@
 /**
  * How much an allocation write changes one provider's usage of one class,
- * from what the model knew the written consumers held: for the documented
- * exception "an over-capacity provider refuses a write that does not raise
- * its usage" (docs/placement-bugs.md). Undefined when the model cannot tell
- * (a consumer it dropped after an earlier difference, a body it cannot read).
+ * from what the model knew the written consumers held, and how much room the
+ * class had there before it: for the documented exceptions about the
+ * over-capacity rule (docs/placement-bugs.md). Undefined when the model cannot
+ * tell (a consumer it dropped after an earlier difference, a body it cannot read).
  */
 import type { Exchange, Model } from "./model.js";
 
@@ -41,4 +41,19 @@ export function usageChange(model: Model, providerSymOf: (uuid: string) => strin
     change += (byProvider(write.allocations).get(providerUuid)?.[resourceClass] ?? 0) - before;
   }
   return change;
+}
+
+/**
+ * Capacity left for the class on the provider before a write: its capacity as
+ * Placement computes it, int((total - reserved) * allocation_ratio), less the
+ * allocations of every consumer the model knows. Undefined once the model has
+ * dropped anything (its sum could then miss a consumer) or without the inventory.
+ */
+export function roomBefore(model: Model, providerSymOf: (uuid: string) => string, providerUuid: string, resourceClass: string): number | undefined {
+  const providerSym = providerSymOf(providerUuid);
+  const inventory = model.providers.get(providerSym)?.inventories.get(resourceClass);
+  if (!inventory || model.diverged) return undefined;
+  let used = 0;
+  for (const consumer of model.consumers.values()) used += consumer.allocations.get(providerSym)?.[resourceClass] ?? 0;
+  return Math.trunc((inventory.total - inventory.reserved) * inventory.allocation_ratio) - used;
 }

@@ -7,6 +7,9 @@
 import { describe, expect, it } from "vitest";
 import { isolatedAmountsAccumulate } from "../compat/isolated-amounts.js";
 import { limitedAnswerFaults, limitOf, withoutLimit } from "../compat/limited.js";
+import { knownBug } from "../compat/exceptions.js";
+import { Model, type Exchange } from "../compat/model.js";
+import { roomBefore, usageChange } from "../compat/usage-change.js";
 
 const summary = (root: string, used = 0) => ({ resources: { VCPU: { capacity: 8, used } }, traits: [], parent_provider_uuid: null, root_provider_uuid: root });
 const single = (rp: string) => ({ allocations: { [rp]: { resources: { VCPU: 1 } } }, mappings: { "": [rp] } });
@@ -63,5 +66,45 @@ describe("the reference's inflated amounts under isolate", () => {
     // A reference candidate we do not have is not this bug.
     const other = { allocations: { z: { resources: { VCPU: 3 } } }, mappings: { "": ["z"], "1": ["z"], "2": ["z"] } };
     expect(isolatedAmountsAccumulate(path, answer(candidate(3, 1), other), answer(candidate(2, 1)))).toBe(false);
+  });
+});
+
+describe("the reference's overcommit under concurrent claims", () => {
+  const rp = "0f6ac8a4-57a1-4b5e-9d3c-6d1f0e2b9a11";
+  const claimer = "5b8e9d1c-2a3f-4e6b-8c7d-1e2f3a4b5c6d";
+  /** A model whose provider `rp1` has 4 VCPU, `held` of them allocated to one consumer. */
+  const modelHolding = (held: number) => {
+    const model = new Model();
+    model.providers.set("rp1", { sym: "rp1", name: "rp1", root: "rp1", traits: [], aggregates: [], inventories: new Map([
+      ["VCPU", { total: 4, reserved: 0, min_unit: 1, max_unit: 4, step_size: 1, allocation_ratio: 1 }],
+    ]) });
+    model.consumers.set("c1", { sym: "c1", project: "p", user: "u", allocations: new Map([["rp1", { VCPU: held }]]) });
+    return model;
+  };
+  const refusal = `Unable to allocate inventory: Unable to create allocation for 'VCPU' on resource provider '${rp}'. The requested amount would exceed the capacity.`;
+  const claim: Exchange = {
+    label: "PUT /allocations/{consumer} new",
+    request: { method: "PUT", path: `/allocations/${claimer}`, headers: {}, body: JSON.stringify({ allocations: { [rp]: { resources: { VCPU: 1 } } }, consumer_generation: null }) },
+    reference: { status: 204, headers: new Headers(), text: "" },
+    ours: { status: 409, headers: new Headers(), text: JSON.stringify({ errors: [{ status: 409, detail: refusal }] }) },
+  };
+  const judge = (model: Model, exchange: Exchange = claim) => {
+    const symOf = (uuid: string) => (uuid === rp ? "rp1" : uuid);
+    return knownBug(exchange, [{ aspect: "status", reference: "204", ours: "409" }], {
+      retiredClasses: new Set(),
+      usageChange: (e, provider, rc) => usageChange(model, symOf, e, provider, rc),
+      roomBefore: (provider, rc) => roomBefore(model, symOf, provider, rc),
+    })?.anchor;
+  };
+
+  it("is recognised when the agreed state leaves no room for the claim the reference took", () => {
+    expect(judge(modelHolding(4))).toBe("concurrent-claims-overcommit-a-provider-under-1400s-over-capacity-rule");
+  });
+
+  it("is not when the claim fits (ours would be wrong to refuse), or once the model has dropped anything", () => {
+    expect(judge(modelHolding(3))).toBeUndefined();
+    const diverged = modelHolding(4);
+    diverged.diverged = true;
+    expect(judge(diverged)).toBeUndefined();
   });
 });
