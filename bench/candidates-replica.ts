@@ -14,14 +14,14 @@
  * A B B A ... so a change in the machine's load (it is shared) weighs on both
  * alike; the first second of every block is not counted. It prints p50/p95
  * of the candidates requests, candidates and writes per second, where the
- * replica server's reads were served (its metrics) and the load average.
+ * replica server's reads were served (its metrics); --markdown heads it with
+ * the machine (bench/markdown.ts).
  * On one machine the standby shares the primary's CPUs and disk: the figures
  * show the cost of routing and the effect of taking the reads' snapshots and
  * buffer traffic off the primary, not the capacity of a second machine.
  * Not a test: it prints figures and asserts nothing.
  */
 import { randomUUID } from "node:crypto";
-import os from "node:os";
 import { freePort } from "../src/net.js";
 import { clusterToolsMissing, startPrimary, startStandby, waitForReplay, type Cluster } from "../test/support/clusters.js";
 import { load, startOurs, type Server } from "./candidates.js";
@@ -63,7 +63,6 @@ interface Block {
   writes: number;
   failures: number;
   seconds: number;
-  load: number;
 }
 
 async function call(port: number, method: string, path: string, body?: unknown): Promise<number> {
@@ -81,7 +80,7 @@ async function block(mode: Mode, port: number, nodes: string[], opts: Options): 
   const start = performance.now();
   const countFrom = start + 1000;
   const end = start + opts.blockSeconds * 1000;
-  const out: Block = { mode, latencies: [], reads: 0, writes: 0, failures: 0, seconds: (end - countFrom) / 1000, load: os.loadavg()[0] };
+  const out: Block = { mode, latencies: [], reads: 0, writes: 0, failures: 0, seconds: (end - countFrom) / 1000 };
   const reader = async () => {
     while (performance.now() < end) {
       const t0 = performance.now();
@@ -180,8 +179,8 @@ function print(blocks: Block[], opts: Options, served: { replica: number; primar
   const lines = [
     `${opts.nodes} flat nodes, GET /allocation_candidates?${opts.query}; ${opts.readers} readers, ${opts.writers} writers (PUT + DELETE /allocations), ${opts.rounds} rounds of ${opts.blockSeconds} s blocks per mode`,
     "",
-    "| mode | candidates p50 ms | p95 ms | candidates/s | writes/s | failed | load avg (1 min) |",
-    "|---|---|---|---|---|---|---|",
+    "| mode | candidates p50 ms | p95 ms | candidates/s | writes/s | failed |",
+    "|---|---|---|---|---|---|",
   ];
   const summary: Record<string, { p50: number; rate: number; writes: number }> = {};
   for (const mode of ["one server", "replica"] as const) {
@@ -191,17 +190,16 @@ function print(blocks: Block[], opts: Options, served: { replica: number; primar
     const reads = mine.reduce((s, b) => s + b.reads, 0);
     const writes = mine.reduce((s, b) => s + b.writes, 0);
     const failed = mine.reduce((s, b) => s + b.failures, 0);
-    const loadAvg = mine.reduce((s, b) => s + b.load, 0) / mine.length;
     summary[mode] = { p50: pct(sorted, 50), rate: reads / seconds, writes: writes / seconds };
-    lines.push(`| ${mode} | ${f(pct(sorted, 50))} | ${f(pct(sorted, 95))} | ${f(reads / seconds)} | ${f(writes / seconds)} | ${failed} | ${loadAvg.toFixed(2)} |`);
+    lines.push(`| ${mode} | ${f(pct(sorted, 50))} | ${f(pct(sorted, 95))} | ${f(reads / seconds)} | ${f(writes / seconds)} | ${failed} |`);
   }
   const one = summary["one server"];
   const rep = summary.replica;
   lines.push(
     "",
     `replica / one server: p50 ${(rep.p50 / one.p50).toFixed(2)}x, candidates/s ${(rep.rate / one.rate).toFixed(2)}x, writes/s ${(rep.writes / one.writes).toFixed(2)}x`,
+    "",
     `replica server's candidates reads in the timed blocks: ${served.replica} on the standby, ${served.primary} on the primary; largest lag gauge seen ${served.maxLag.toFixed(3)} s`,
-    `machine: ${os.cpus().length} cores, load average now ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}`,
   );
   process.stdout.write(`${lines.join("\n")}\n`);
 }

@@ -366,12 +366,22 @@ async function runOnce(options: Options, mode: Mode, connections: Connections, k
     const check = await invariants(db, options, tally);
     const sorted = [...tally.latencies].sort((a, b) => a - b);
     const label = `${mode}${mode === "direct" ? `/${options.view}` : ""}${mode === "candidates" || mode === "claim" ? `/${options.pick}` : ""} ${connections}`;
-    process.stdout.write(
-      `${options.cloud} N=${options.providers} K=${String(k).padStart(2)} ${label.padEnd(28)}: ${tally.claims} claims in ${seconds.toFixed(1)} s = ` +
-        `${(tally.claims / seconds).toFixed(0)} claims/s; ${(tally.conflicts / Math.max(tally.claims, 1)).toFixed(3)} 409s per claim; ` +
-        `p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms; ` +
-        `${tally.errors} other errors; client CPU ${clientCpu.toFixed(1)} s; invariants ${check}\n`,
-    );
+    // One row of the table the default export heads: markdown as printed, for docs/benchmarks.md.
+    const row = [
+      `${options.cloud} ${options.providers}`,
+      k,
+      label,
+      tally.claims,
+      seconds.toFixed(1),
+      (tally.claims / seconds).toFixed(0),
+      (tally.conflicts / Math.max(tally.claims, 1)).toFixed(3),
+      percentile(sorted, 50).toFixed(1),
+      percentile(sorted, 99).toFixed(1),
+      tally.errors,
+      clientCpu.toFixed(1),
+      check,
+    ];
+    process.stdout.write(`| ${row.join(" | ")} |\n`);
   } finally {
     await db.end();
     server.child.kill("SIGTERM");
@@ -384,8 +394,9 @@ async function runOnce(options: Options, mode: Mode, connections: Connections, k
 export default async function (args: string[]): Promise<void> {
   const options = parseArgs(args);
   process.stdout.write(
-    `claims benchmark: ${os.cpus().length} CPU(s) ${os.cpus()[0]?.model ?? ""}, node ${process.version}, server workers ${options.workers}, ` +
-      `cloud ${options.cloud}, limit ${options.limit}\n`,
+    `claims benchmark: server workers ${options.workers}, cloud ${options.cloud}, limit ${options.limit}\n\n` +
+      "| cloud, nodes | K | mode, connections | claims | seconds | claims/s | 409s per claim | p50 ms | p99 ms | other errors | client CPU s | invariants |\n" +
+      "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
   );
   // Modes interleaved per K, so a change in the machine's load touches all of them alike.
   for (const k of options.clients) for (const mode of options.modes) for (const c of options.connections) await runOnce(options, mode, c, k);

@@ -313,7 +313,7 @@ function databaseUrl(value: string, where: string): string {
     throw new ConfigError(
       `${where} is a MySQL/MariaDB database; this server keeps its data in PostgreSQL. ` +
         "Copy the data once with `placement db import --from <that URL>` into an empty PostgreSQL database, " +
-        'then point connection at it (README: "Moving an existing cloud").',
+        'then point connection at it (docs/moving-a-cloud.md).',
     );
   }
   throw new ConfigError(`invalid value in ${where}: a PostgreSQL URL is needed (postgresql://... or postgresql+psycopg2://...)`);

@@ -1,6 +1,6 @@
 /** The settings (environment variables) as `placement --help` and `placement serve --help` list them. */
 export const SETTINGS_HELP = `
-Settings (environment variables; each can also come from placement.conf, see README "placement.conf",
+Settings (environment variables; each can also come from placement.conf, see docs/operating.md,
 and \`placement config show\` prints what they add up to):
   PORT                         Port to listen on (default 8778).
   HOST                         Address to listen on (default 127.0.0.1).
@@ -41,7 +41,7 @@ and \`placement config show\` prints what they add up to):
   PLACEMENT_KEYSTONE_SERVICE_TOKEN_ROLES   Roles that make an X-Service-Token a service's (default service).
   PLACEMENT_KEYSTONE_SERVICE_TOKEN_ROLES_REQUIRED   Refuse an X-Service-Token without them (default false).
 
-Bounded waits (milliseconds, 0 for none; see the README's "Operating" section):
+Bounded waits (milliseconds, 0 for none; see docs/operating.md, "Timeouts"):
   PLACEMENT_HEADERS_TIMEOUT_MS   A client must send its request headers within this (default 20000; 408 after).
   PLACEMENT_REQUEST_TIMEOUT_MS   ... and its whole request, headers and body (default 60000; 408 after).
   PLACEMENT_KEEP_ALIVE_TIMEOUT_MS   Idle keep-alive connections close after this (default 65000; keep it above a load balancer's idle timeout).

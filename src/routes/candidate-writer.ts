@@ -97,9 +97,9 @@ const MAX_KEPT_PROVIDERS = 65_536;
 
 /**
  * Each provider's uuid as body pieces, kept across answers (one per app):
- * encoding afresh, for every answer, the uuids of the three thousand
- * providers a large nested answer names was a third of the time spent
- * writing its candidates in CPU profiles. Provider ids are never reused, yet
+ * encoding afresh, for every answer, the uuids of the thousands of
+ * providers a large nested answer names was a large share of writing its
+ * candidates in CPU profiles. Provider ids are never reused, yet
  * a kept slot is checked against the answer's own uuid for the id, so it can
  * never spell another provider's.
  */

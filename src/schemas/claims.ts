@@ -1,6 +1,6 @@
 /**
  * The body of POST /claims (an extension beside the Placement API, the same
- * at every microversion it exists at; see the README's "Extensions"). Its
+ * at every microversion it exists at; see docs/extensions.md). Its
  * query string is GET /allocation_candidates' (schemas/allocation-candidates.ts).
  */
 import { z } from "zod";

@@ -127,7 +127,7 @@ describe("policy files", () => {
     expect(e.allows("placement:usages", admin, ownProject)).toBe(false);
   });
 
-  it("accepts the README's example", () => {
+  it("accepts the example of docs/security.md", () => {
     const path = file(
       "readme.yaml",
       [
