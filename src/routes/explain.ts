@@ -5,6 +5,7 @@
  * parser with the same 400s (`limit` is accepted and ignored), answered with
  * the funnel of services/explain/.
  */
+import { answerShape } from "../services/candidates/answer-shape.js";
 import { Hono } from "hono";
 import type { AppEnv, RouteDeps } from "../http/context.js";
 import { declareRoute } from "../http/routing.js";
@@ -16,7 +17,7 @@ export function explainRoutes(deps: RouteDeps): Hono<AppEnv> {
   declareRoute(app, "/allocation_candidates/explain", {
     GET: async (c) => {
       const { mv, query } = candidatesRequest(c, "placement:allocation_candidates:explain");
-      const e = await explainCandidates(deps.services.candidates, deps.db, query, mv.atLeast("1.29"));
+      const e = await explainCandidates(deps.services.candidates, deps.db, query, answerShape(mv));
       return c.json({ allocation_requests: e.allocationRequests, groups: e.groups, trees: e.trees, nearest: e.nearest });
     },
   }, { getSince: "1.10" });

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { load } from "../../bench/candidates.js";
 import type { CandidatesPath } from "../../src/services/candidates/service.js";
 import { startHarness, type Harness } from "../support/harness.js";
+import { alone } from "../candidates/data.js";
 
 const FLAT_QUERY = "resources=VCPU:1,MEMORY_MB:512,DISK_GB:10";
 const NESTED_QUERY = "resources=VCPU:2,MEMORY_MB:1024,DISK_GB:10&resources_N1=SRIOV_NET_VF:1&resources_N2=SRIOV_NET_VF:1&group_policy=isolate";
@@ -51,7 +52,7 @@ for (const cloud of clouds) {
       describe(`answered by ${path}`, () => {
         let request: Harness["request"];
         beforeAll(() => {
-          request = bounded.requestVia({ forcePath: path });
+          request = bounded.requestVia(alone(path));
         });
 
         it("refuses the unlimited answer with 400, naming the bound and limit", async () => {
@@ -87,7 +88,7 @@ for (const cloud of clouds) {
         expect(res.status).toBe(200);
         expect(Buffer.byteLength(res.text)).toBe(whole.bytes);
         expect(res.body.allocation_requests).toHaveLength(whole.candidates);
-        const under = await exact.requestVia({ forcePath: cloud.paths[1] })("GET", `/allocation_candidates?${cloud.query}`);
+        const under = await exact.requestVia(alone(cloud.paths[1]))("GET", `/allocation_candidates?${cloud.query}`);
         expect(under.status).toBe(200);
         expect(under.body.allocation_requests).toHaveLength(whole.candidates);
         // One byte less is one byte too many.

@@ -3,6 +3,7 @@
  * the configured database, as a funnel table (or JSON with --json), for an
  * operator asking why a request found no host (docs/explain.md).
  */
+import { answerShape } from "../../services/candidates/answer-shape.js";
 import type { Command } from "commander";
 import { placementErrorFor } from "../../http/error-table.js";
 import { parseMicroversion } from "../../http/microversion.js";
@@ -55,7 +56,7 @@ export function register(program: Command, cli: Cli): void {
         const query = refusedAsUsage(() => parseCandidatesQuery(pairs, mv));
         return cli.withDatabase(async (database) => {
           const service = new CandidatesService(database.db, cli.settings());
-          const e = await explainCandidates(service, database.db, query, mv.atLeast("1.29")).catch(asUsage);
+          const e = await explainCandidates(service, database.db, query, answerShape(mv)).catch(asUsage);
           if (options.json) cli.print({ allocation_requests: e.allocationRequests, groups: e.groups, trees: e.trees, nearest: e.nearest }, true, () => "");
           else cli.print(e, false, funnelText);
           return ExitCode.OK;

@@ -22,6 +22,7 @@
  * copy made for this one request and dropped after it: an operator's
  * question, asked rarely, may cost that memory for its duration.
  */
+import type { AnswerShape } from "../candidates/answer-shape.js";
 import { sql } from "drizzle-orm";
 import type { Db } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
@@ -69,11 +70,11 @@ export const NEAREST = 5;
 export const ONE_TREE = "every group on one tree";
 export const ONE_TREE_SHARING = "every group on one tree or the sharing providers of its aggregates";
 
-/** Explains `query` at microversion 1.29's `nestedAware`, from the cloud `candidates` answers from. */
-export async function explainCandidates(candidates: CandidatesAnswerer, db: Db, query: CandidatesQuery, nestedAware: boolean): Promise<Explanation> {
+/** Explains `query` for an answer of `shape` (the request's microversion), from the cloud `candidates` answers from. */
+export async function explainCandidates(candidates: CandidatesAnswerer, db: Db, query: CandidatesQuery, shape: AnswerShape): Promise<Explanation> {
   const whole: CandidatesQuery = { groups: query.groups, params: { ...query.params, limit: undefined } };
   // First, so a query the candidates service refuses is refused here with the same error.
-  const answer = await countCandidates(candidates, whole, nestedAware);
+  const answer = await countCandidates(candidates, whole, shape);
   const judged = (await candidates.readView(viewNames(whole), (read) => judge(read, whole))) ?? (await judgeWholeCloud(db, whole));
 
   const stages = treeStages(whole, judged.sharing);
@@ -81,7 +82,7 @@ export async function explainCandidates(candidates: CandidatesAnswerer, db: Db, 
   for (const [i, stage] of stages.entries()) {
     if (i === stages.length - 1) roots.push(answer.roots);
     // A name the database does not know: no stage has a candidate (and the service may refuse a stage's query).
-    else roots.push(judged.namesKnown ? (await countCandidates(candidates, stage.query, nestedAware)).roots : new Set());
+    else roots.push(judged.namesKnown ? (await countCandidates(candidates, stage.query, shape)).roots : new Set());
   }
   const trees = stages.map((s, i) => ({ constraint: s.constraint, remaining: roots[i].size }));
 
@@ -119,7 +120,7 @@ interface Count {
 }
 
 /** Runs the candidates service on `query` into a sink that only counts. */
-async function countCandidates(candidates: CandidatesAnswerer, query: CandidatesQuery, nestedAware: boolean): Promise<Count> {
+async function countCandidates(candidates: CandidatesAnswerer, query: CandidatesQuery, shape: AnswerShape): Promise<Count> {
   const out: Count = { count: 0, roots: new Set(), used: new Set() };
   const sink: CandidatesSink = {
     // Called unbound (the engine takes it as a callback).
@@ -145,7 +146,7 @@ async function countCandidates(candidates: CandidatesAnswerer, query: Candidates
       return true;
     },
   };
-  await candidates.answer(query, nestedAware, sink);
+  await candidates.answer(query, shape, sink);
   return out;
 }
 
