@@ -39,8 +39,8 @@ import { setImmediate as turn } from "node:timers/promises";
 import { poolOf, type Db } from "../../db/database.js";
 import { isFlat, readShapeRow, SHAPE_ROW, SHAPE_ROWS, SHARING_TRAIT } from "./cloud-shape.js";
 import { TreeIndex, type ViewTrees } from "./cloud-trees.js";
-import { inventoryTextSql, readInventory, Words } from "./inventory-text.js";
-import type { IdsByName, TreeInventory } from "./sql.js";
+import { inventoryTextSql, readInventory, Words } from "./sql/inventory-text.js";
+import type { IdsByName, TreeInventory } from "./sql/tree-loads.js";
 
 /** The part of a provider's summary that changes only when its inventories or traits do. */
 export interface ProviderDetails {

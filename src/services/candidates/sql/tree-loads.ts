@@ -36,9 +36,9 @@
  * `allocations`, so their cost does not grow with the number of allocations.
  */
 import { sql } from "drizzle-orm";
-import type { Queryable } from "../../db/database.js";
-import { executePrepared } from "../../db/prepared.js";
-import { readShapeRow, SHAPE_ROWS, type CloudShape } from "./cloud-shape.js";
+import type { Queryable } from "../../../db/database.js";
+import { executePrepared } from "../../../db/prepared.js";
+import { readShapeRow, SHAPE_ROWS, type CloudShape } from "../cloud-shape.js";
 import { inventoryTextSql, readInventory, Words } from "./inventory-text.js";
 
 /**
