@@ -12,7 +12,7 @@ import { sqlState, sqlStateMeaning } from "./sql-state.js";
 import type { Config } from "../config.js";
 import type { Logger } from "../log.js";
 import { rootCause } from "../root-cause.js";
-import { keepPreparedStatements } from "./prepared.js";
+import { statementNamer } from "./prepared.js";
 
 export type Db = NodePgDatabase<typeof schema>;
 export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
@@ -55,17 +55,22 @@ function numberParsers(base: TypeParsers = pg.types as TypeParsers): TypeParsers
 }
 
 /**
- * The pool's `types` option covers queries that bring no parsers of their
- * own; drizzle's do (its node-postgres session gives every query a
- * getTypeParser that keeps dates as text and falls back to pg's process-wide
- * parsers, never the pool's). So each client the pool makes also lays the
- * number parsers over the parsers a query brings.
+ * Every query a client of the pool sends passes here. The pool's `types`
+ * option covers queries that bring no parsers of their own; drizzle's do
+ * (its node-postgres session gives every query a getTypeParser that keeps
+ * dates as text and falls back to pg's process-wide parsers, never the
+ * pool's). So each client the pool makes also lays the number parsers over
+ * the parsers a query brings; and, on a pool that keeps sessions, names the
+ * statements that ask for a name (`nameOf`, db/prepared.ts).
  */
-function parseNumbersInEveryQuery(client: pg.PoolClient): void {
+function shapeEveryQuery(client: pg.PoolClient, nameOf: ((text: string) => string | undefined) | undefined): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
   client.query = ((config: unknown, ...rest: unknown[]) => {
-    const own = config !== null && typeof config === "object" && !("submit" in config) ? (config as { types?: TypeParsers }).types : undefined;
-    return query(own ? { ...(config as object), types: numberParsers(own) } : config, ...rest);
+    if (config === null || typeof config !== "object" || "submit" in config) return query(config, ...rest);
+    const { types, text, name } = config as { types?: TypeParsers; text?: unknown; name?: string };
+    const named = name === undefined && nameOf && typeof text === "string" ? nameOf(text) : undefined;
+    if (!types && !named) return query(config, ...rest);
+    return query({ ...(config as object), ...(types ? { types: numberParsers(types) } : {}), ...(named ? { name: named } : {}) }, ...rest);
   }) as typeof client.query;
 }
 
@@ -113,8 +118,9 @@ export function openDatabase(url: string, poolSize: number, log: Logger, limits:
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
   });
-  pool.on("connect", parseNumbersInEveryQuery);
-  if (!limits.transactionPooler) keepPreparedStatements(pool);
+  // One namer per pool: a name means one text on every connection of it.
+  const nameOf = limits.transactionPooler ? undefined : statementNamer();
+  pool.on("connect", (client) => shapeEveryQuery(client, nameOf));
   watchConnections(pool, log);
   const db = drizzle(pool, { schema });
   return { pool, db, close: () => pool.end() };

@@ -2,63 +2,58 @@
  * Named (prepared) statements for the write path of a claim and for the
  * candidates engine's reads (services/candidates/sql.ts). An allocation
  * write is a handful of statements of a few kilobytes each; sent unnamed,
- * PostgreSQL parses and plans every one of them at every claim (its
- * statement log showed that taking longer than executing them), and the
+ * PostgreSQL parses and plans every one of them at every claim, and the
  * server sends every text again. Named, each connection parses a text once
  * and then only binds and executes it; PostgreSQL plans it afresh for the
  * first few executions and then keeps a generic plan if that costs no more,
  * which for these statements reads every table by index.
  *
- * Only inside a transaction on a connection of a pool that keeps sessions
- * (not behind a transaction pooler: there each statement may reach another
- * server connection, where the name is unknown or names another text), and
- * through drizzle's own prepared query, so results are parsed exactly as
- * drizzle's execute parses them.
+ * A statement asks for a name by starting with the comment
+ * `/*named:<name>*\/` (executePrepared puts it there) and runs as any other,
+ * through drizzle's public execute, so its results are parsed as every
+ * other statement's. The connections of a pool that keeps sessions give it
+ * the name (openDatabase installs statementNamer on each): `<name>` for the
+ * first text of that name, `<name>_2` and on for further texts (an optional
+ * fragment makes another text), so pg_prepared_statements and the server's
+ * logs show what each statement is. The names belong to the pool's
+ * Database: one name never means two texts on one of its connections. Behind
+ * a transaction pooler (each statement may reach another server connection,
+ * where the name is unknown or names another text) nothing is named.
  */
-import { createHash } from "node:crypto";
-import type { SQL } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import type pg from "pg";
 import type { Queryable } from "./database.js";
 
-/** The connections whose sessions keep the statements they prepare (see keepPreparedStatements). */
-const sessionClients = new WeakSet<pg.PoolClient>();
+const TAG = "/*named:";
 
-/** Marks every connection `pool` makes as one that keeps prepared statements (a pool that is not behind a transaction pooler). */
-export function keepPreparedStatements(pool: pg.Pool): void {
-  pool.on("connect", (client) => sessionClients.add(client));
-}
-
-/** The part of drizzle's node-postgres session this needs (its types keep these members internal). */
-interface DrizzleSession {
-  client?: unknown;
-  dialect: { sqlToQuery(query: SQL): { sql: string; params: unknown[] } };
-  prepareQuery(query: { sql: string; params: unknown[] }, fields: undefined, name: string, arrayMode: false): { execute(): Promise<pg.QueryResult> };
-}
-
-/** Distinct texts kept named: the write path has a few shapes, but each optional fragment makes another. */
+/** Distinct texts a pool names: the write path has a few shapes, but each optional fragment makes another. */
 const MAX_NAMES = 256;
-const names = new Map<string, string>();
+
+/** Runs `query` as `q.execute` does, as the statement `name` where the connection keeps named statements (see the header). */
+export async function executePrepared<T extends Record<string, unknown>>(q: Queryable, query: SQL, name = "pl_statement"): Promise<pg.QueryResult<T>> {
+  if (!/^[a-z][a-z0-9_]*$/.test(name)) throw new Error(`not a statement name: ${name}`);
+  return (await q.execute<T>(sql`${sql.raw(`${TAG}${name}*/ `)}${query}`)) as pg.QueryResult<T>;
+}
 
 /**
- * A statement's name: `prefix` and a hash of its text, so one name never
- * means two texts on one connection; kept in `cache` (at most `max` texts),
- * since hashing a text of kilobytes at every request costs more than a
- * lookup of it.
+ * The names one pool gives the texts that ask for one (undefined for the
+ * others): at most `max` texts are named, and past that a new text runs
+ * unnamed, so a name is never given to a second text.
  */
-export function statementNameOf(cache: Map<string, string>, text: string, prefix: string, max: number): string {
-  let name = cache.get(text);
-  if (name === undefined) {
-    if (cache.size >= max) cache.clear();
-    name = `${prefix}${createHash("sha1").update(text).digest("hex").slice(0, 16)}`;
-    cache.set(text, name);
-  }
-  return name;
-}
-
-/** Runs `query` as `q.execute` does, as a named statement where the connection keeps it (see the module header). */
-export async function executePrepared<T extends Record<string, unknown>>(q: Queryable, query: SQL): Promise<pg.QueryResult<T>> {
-  const session = (q as unknown as { session?: DrizzleSession }).session;
-  if (!session || !sessionClients.has(session.client as pg.PoolClient)) return (await q.execute<T>(query)) as pg.QueryResult<T>;
-  const compiled = session.dialect.sqlToQuery(query);
-  return (await session.prepareQuery(compiled, undefined, statementNameOf(names, compiled.sql, "pl_", MAX_NAMES), false).execute()) as pg.QueryResult<T>;
+export function statementNamer(max = MAX_NAMES): (text: string) => string | undefined {
+  const names = new Map<string, string>();
+  const texts = new Map<string, number>();
+  return (text) => {
+    if (!text.startsWith(TAG)) return undefined;
+    let name = names.get(text);
+    if (name === undefined) {
+      if (names.size >= max) return undefined;
+      const base = text.slice(TAG.length, text.indexOf("*/"));
+      const n = (texts.get(base) ?? 0) + 1;
+      texts.set(base, n);
+      name = n === 1 ? base : `${base}_${n}`;
+      names.set(text, name);
+    }
+    return name;
+  };
 }

@@ -20,7 +20,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Microversion } from "../../src/http/microversion.js";
 import { parseCandidatesQuery } from "../../src/query/request-groups.js";
-import { candidatesInPreferenceOrder } from "../../src/services/candidates/service.js";
+import { candidatesInPreferenceOrder, type CandidatesPath } from "../../src/services/candidates/service.js";
 import type { Harness } from "../support/harness.js";
 import { custom, everyPath, FLAT_CLOUD_PATHS, startData, type Data, type Provider } from "./data.js";
 
@@ -208,7 +208,8 @@ describe("the general plan over random clouds with trees and sharing providers, 
     it(`gives limited answers that start the unlimited ones, and the same candidates in order to callers with their own transaction (seed ${seed})`, async () => {
       const rng = random(100 + seed);
       const cloud = await makeCloud(own.d, rng, true);
-      const get = everyPath(own.t, FLAT_CLOUD_PATHS, { mayDecline: ["flat-view", "flat-source"] });
+      const declined = new Map<CandidatesPath, number>();
+      const get = everyPath(own.t, FLAT_CLOUD_PATHS, { mayDecline: ["flat-view", "flat-source"], declined });
       let found = 0;
       for (let i = 0; i < QUERIES_PER_CLOUD; i++) {
         // The view's copy follows each change from the feed; the database's reads see it afresh.
@@ -234,6 +235,9 @@ describe("the general plan over random clouds with trees and sharing providers, 
         expect(asGet, unlimited).toEqual(all.body.allocation_requests);
       }
       expect(found).toBeGreaterThan(0);
+      // A cloud with trees is not the flat paths' to answer: they must have declined it.
+      expect(declined.get("flat-view")).toBeGreaterThan(0);
+      expect(declined.get("flat-source")).toBeGreaterThan(0);
     });
   }
 });

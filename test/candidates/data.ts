@@ -143,10 +143,14 @@ export const TREE_CLOUD_PATHS = ["general", "tree-view"] as const satisfies read
  * (the default app) and through each of `paths` alone (an app each),
  * asserting they answer alike: the same bytes, or the same error status and
  * detail. A path in `mayDecline` may instead decline the request (no path
- * of its app takes it: a 500); any other must answer. Returns the service's
- * own answer.
+ * of its app takes it: a 500), counted in `declined`; any other must
+ * answer. Returns the service's own answer.
  */
-export function everyPath(t: Harness, paths: readonly CandidatesPath[] = FLAT_CLOUD_PATHS, options: { mayDecline?: readonly CandidatesPath[] } = {}) {
+export function everyPath(
+  t: Harness,
+  paths: readonly CandidatesPath[] = FLAT_CLOUD_PATHS,
+  options: { mayDecline?: readonly CandidatesPath[]; declined?: Map<CandidatesPath, number> } = {},
+) {
   const via = [{ path: "the service's choice", request: t.request }, ...paths.map((path) => ({ path, request: t.requestVia(alone(path)) }))];
   return async (query: string, version = "latest"): Promise<TestResponse> => {
     const answers = [];
@@ -154,7 +158,10 @@ export function everyPath(t: Harness, paths: readonly CandidatesPath[] = FLAT_CL
     const [first, ...rest] = answers;
     for (let i = 0; i < rest.length; i++) {
       const path = via[i + 1].path;
-      if (rest[i].status === 500 && options.mayDecline?.includes(path as CandidatesPath)) continue;
+      if (rest[i].status === 500 && options.mayDecline?.includes(path as CandidatesPath)) {
+        options.declined?.set(path as CandidatesPath, (options.declined.get(path as CandidatesPath) ?? 0) + 1);
+        continue;
+      }
       const what = `${path} against ${via[0].path} for ${query} at ${version}`;
       expect(rest[i].status, what).toBe(first.status);
       if (first.status === 200) expect(rest[i].text, what).toBe(first.text);

@@ -1,14 +1,14 @@
 /**
- * executePrepared: inside a transaction on a session connection the
- * statement is prepared once under its name and then reused by later
- * transactions on that connection, with results parsed as drizzle's execute
- * parses them; outside a transaction, and on a pool behind a transaction
- * pooler, nothing is prepared.
+ * executePrepared: on a connection of a pool that keeps sessions the
+ * statement is prepared once under its readable name and then reused by
+ * later transactions on that connection, with results parsed as drizzle's
+ * execute parses them; another text of the same name gets a name of its
+ * own; on a pool behind a transaction pooler nothing is prepared.
  */
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { NO_LIMITS, openDatabase, type Database } from "../../src/db/database.js";
-import { executePrepared } from "../../src/db/prepared.js";
+import { executePrepared, statementNamer } from "../../src/db/prepared.js";
 import { createLogger } from "../../src/log.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 
@@ -36,7 +36,7 @@ async function withDatabase<T>(transactionPooler: boolean, fn: (d: Database) => 
 it("prepares a statement once per connection and reuses it, with drizzle's parsing", async () => {
   await withDatabase(false, async ({ db }) => {
     const first = await db.transaction(async (tx) => {
-      const prepared = await executePrepared(tx, QUERY);
+      const prepared = await executePrepared(tx, QUERY, "pl_answer");
       const plain = await tx.execute(QUERY);
       return { prepared: prepared.rows[0], plain: plain.rows[0], names: (await tx.execute(PREPARED)).rows };
     });
@@ -44,11 +44,12 @@ it("prepares a statement once per connection and reuses it, with drizzle's parsi
     expect(typeof first.prepared.at).toBe("string");
     expect(Object.keys(first.prepared)).toEqual(Object.keys(first.plain));
     expect(first.names).toHaveLength(1);
+    expect(first.names[0]).toMatchObject({ name: "pl_answer" });
     expect(first.names[0].statement).toContain("AS answer");
 
     // A later transaction on the same connection binds the prepared statement again instead of preparing it anew.
     const second = await db.transaction(async (tx) => {
-      const again = await executePrepared(tx, sql`SELECT ${7}::int AS answer, 9007199254740991::bigint AS big, now() AS at, ${"y"}::text AS word`);
+      const again = await executePrepared(tx, sql`SELECT ${7}::int AS answer, 9007199254740991::bigint AS big, now() AS at, ${"y"}::text AS word`, "pl_answer");
       return { row: again.rows[0], names: (await tx.execute(PREPARED)).rows };
     });
     expect(second.row).toMatchObject({ answer: 7, word: "y" });
@@ -56,11 +57,22 @@ it("prepares a statement once per connection and reuses it, with drizzle's parsi
   });
 });
 
-it("prepares nothing outside a transaction", async () => {
+it("gives another text of the same name a name of its own, outside a transaction too", async () => {
   await withDatabase(false, async ({ db }) => {
-    expect((await executePrepared(db, QUERY)).rows[0]).toMatchObject({ answer: 42 });
-    expect((await db.execute(PREPARED)).rows).toEqual([]);
+    expect((await executePrepared(db, QUERY, "pl_answer")).rows[0]).toMatchObject({ answer: 42 });
+    expect((await executePrepared(db, sql`SELECT ${43}::int AS answer`, "pl_answer")).rows[0]).toMatchObject({ answer: 43 });
+    const names = (await db.execute(PREPARED)).rows.map((r) => r.name).sort();
+    expect(names).toEqual(["pl_answer", "pl_answer_2"]);
   });
+});
+
+it("names at most so many texts, and runs the rest unnamed rather than give a name twice", () => {
+  const nameOf = statementNamer(2);
+  expect(nameOf("/*named:pl_a*/ SELECT 1")).toBe("pl_a");
+  expect(nameOf("/*named:pl_a*/ SELECT 2")).toBe("pl_a_2");
+  expect(nameOf("/*named:pl_a*/ SELECT 3")).toBeUndefined();
+  expect(nameOf("/*named:pl_a*/ SELECT 1")).toBe("pl_a");
+  expect(nameOf("SELECT 1")).toBeUndefined();
 });
 
 it("prepares nothing behind a transaction pooler, where the next statement may reach another connection", async () => {

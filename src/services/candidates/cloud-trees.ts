@@ -15,7 +15,7 @@
  * is that root (a provider without a root is in no tree).
  */
 import { IdMap } from "./id-map.js";
-import type { TreeData, TreeInventory } from "./sql.js";
+import type { TreeData, TreeInventory } from "./sql/tree-loads.js";
 
 const NO_TRAITS = new Map<number, string[]>();
 const NO_NAMES = new Map<number, string>();

@@ -39,8 +39,8 @@ import { setImmediate as turn } from "node:timers/promises";
 import { poolOf, type Db } from "../../db/database.js";
 import { isFlat, readShapeRow, SHAPE_ROW, SHAPE_ROWS, SHARING_TRAIT } from "./cloud-shape.js";
 import { TreeIndex, type ViewTrees } from "./cloud-trees.js";
-import { inventoryTextSql, readInventory, Words } from "./inventory-text.js";
-import type { IdsByName, TreeInventory } from "./sql.js";
+import { inventoryTextSql, readInventory, Words } from "./sql/inventory-text.js";
+import type { IdsByName, TreeInventory } from "./sql/tree-loads.js";
 
 /** The part of a provider's summary that changes only when its inventories or traits do. */
 export interface ProviderDetails {
@@ -359,12 +359,37 @@ const ROW = {
   deleted: "deleted",
 } as const;
 
+/**
+ * The columns of every row of the view's statements, in order, with the
+ * type a row without a value for one sends (NULL of that type). Every SELECT
+ * of the statements is built from this list (viewRow) and readRows reads by
+ * it (AT).
+ */
+const COLUMNS = { kind: "text", id: "int", text: "text", inventories: "text", traitNames: "text", traitIds: "int[]", aggregateIds: "int[]" } as const;
+
+type Column = keyof typeof COLUMNS;
+
+const COLUMN_ORDER = Object.keys(COLUMNS) as Column[];
+
+/** Each column's place in a row. */
+const AT = Object.fromEntries(COLUMN_ORDER.map((c, i) => [c, i])) as Record<Column, number>;
+
+/** SQL: a SELECT list of every column in order, from `values` (SQL expressions), NULL for the others. */
+const viewRow = (values: Partial<Record<Column, string>>): string => COLUMN_ORDER.map((c) => values[c] ?? `NULL::${COLUMNS[c]}`).join(", ");
+
+/** The rows naming classes, traits and aggregates (kind, id, text), to be read through viewRow. */
 const NAMES_SQL = `SELECT '${ROW.resourceClass}' AS k, id, name::text AS s FROM resource_classes
       UNION ALL SELECT '${ROW.trait}', id, name::text FROM traits WHERE name = ANY($1::varchar[])
       UNION ALL SELECT '${ROW.aggregate}', id, uuid::text FROM aggregates WHERE uuid = ANY($2::varchar[])`;
 
-const HEAD_SQL = `SELECT '${ROW.feed}', 0, (SELECT coalesce(max(seq), 0) FROM provider_changes) || ' ' || pruned_through || ' ' || pg_postmaster_start_time()::text,
-             NULL, NULL, NULL::int[], NULL::int[]
+/** The names' rows as view rows. */
+const NAME_ROWS = viewRow({ kind: "k", id: "id", text: "s" });
+
+const HEAD_SQL = `SELECT ${viewRow({
+  kind: `'${ROW.feed}'`,
+  id: "0",
+  text: "(SELECT coalesce(max(seq), 0) FROM provider_changes) || ' ' || pruned_through || ' ' || pg_postmaster_start_time()::text",
+})}
       FROM provider_changes_horizon WHERE id = 1`;
 
 /** A provider's inventories in inventory-text.ts's format, in class id order, over rows `i`. */
@@ -373,12 +398,16 @@ const INVENTORIES_AGG = `string_agg(${inventoryTextSql("i")}, ' ' ORDER BY i.res
 /** A provider row's text: its uuid, parent id and root id (0 for none). */
 const PROVIDER_TEXT = `rp.uuid::text || ' ' || coalesce(rp.parent_provider_id, 0) || ' ' || coalesce(rp.root_provider_id, 0)`;
 
-/** The columns of a provider row for the provider `rp`, one subquery each: for the few providers a delta reads. */
-const PROVIDER_COLUMNS = `rp.id, ${PROVIDER_TEXT},
-      (SELECT ${INVENTORIES_AGG} FROM inventories i WHERE i.resource_provider_id = rp.id),
-      (SELECT string_agg(t.name, ' ' ORDER BY t.id) FROM resource_provider_traits m JOIN traits t ON t.id = m.trait_id WHERE m.resource_provider_id = rp.id),
-      ARRAY(SELECT m.trait_id FROM resource_provider_traits m WHERE m.resource_provider_id = rp.id),
-      ARRAY(SELECT m.aggregate_id FROM resource_provider_aggregates m WHERE m.resource_provider_id = rp.id)`;
+/** A provider row for the provider `rp`, one subquery each: for the few providers a delta reads. */
+const PROVIDER_ROW = viewRow({
+  kind: `'${ROW.provider}'`,
+  id: "rp.id",
+  text: PROVIDER_TEXT,
+  inventories: `(SELECT ${INVENTORIES_AGG} FROM inventories i WHERE i.resource_provider_id = rp.id)`,
+  traitNames: "(SELECT string_agg(t.name, ' ' ORDER BY t.id) FROM resource_provider_traits m JOIN traits t ON t.id = m.trait_id WHERE m.resource_provider_id = rp.id)",
+  traitIds: "ARRAY(SELECT m.trait_id FROM resource_provider_traits m WHERE m.resource_provider_id = rp.id)",
+  aggregateIds: "ARRAY(SELECT m.aggregate_id FROM resource_provider_aggregates m WHERE m.resource_provider_id = rp.id)",
+});
 
 /**
  * Every provider, unless there are more than $3 in a flat cloud or $4 in one
@@ -391,9 +420,17 @@ const FULL_TEXT = `WITH names AS MATERIALIZED (
       UNION ALL ${SHAPE_ROWS}
       UNION ALL SELECT '${ROW.providerCount}', count(*)::int, '' FROM resource_providers
     )
-    SELECT k, id, s, NULL::text, NULL::text, NULL::int[], NULL::int[] FROM names
+    SELECT ${NAME_ROWS} FROM names
     UNION ALL ${HEAD_SQL}
-    UNION ALL SELECT '${ROW.provider}', rp.id, ${PROVIDER_TEXT}, inv.list, tr.names, coalesce(tr.ids, '{}'), coalesce(ag.ids, '{}')
+    UNION ALL SELECT ${viewRow({
+      kind: `'${ROW.provider}'`,
+      id: "rp.id",
+      text: PROVIDER_TEXT,
+      inventories: "inv.list",
+      traitNames: "tr.names",
+      traitIds: "coalesce(tr.ids, '{}')",
+      aggregateIds: "coalesce(ag.ids, '{}')",
+    })}
       FROM resource_providers rp
       LEFT JOIN (SELECT i.resource_provider_id AS id, ${INVENTORIES_AGG} AS list FROM inventories i GROUP BY 1) inv ON inv.id = rp.id
       LEFT JOIN (SELECT m.resource_provider_id AS id, string_agg(t.name, ' ' ORDER BY t.id) AS names, array_agg(m.trait_id) AS ids
@@ -411,13 +448,12 @@ const DELTA_TEXT = `WITH changed AS MATERIALIZED (
       SELECT ARRAY(SELECT DISTINCT resource_provider_id FROM provider_changes
                    WHERE seq > $3::bigint AND seq <= (SELECT max(seq) FROM provider_changes)) AS ids
     )
-    SELECT k, id, s, NULL::text, NULL::text, NULL::int[], NULL::int[] FROM (${NAMES_SQL}) names
+    SELECT ${NAME_ROWS} FROM (${NAMES_SQL}) names
     UNION ALL ${HEAD_SQL}
-    UNION ALL SELECT '${ROW.provider}', ${PROVIDER_COLUMNS} FROM resource_providers rp WHERE rp.id = ANY((SELECT ids FROM changed)::int[])
-    UNION ALL SELECT '${ROW.deleted}', gone.id, NULL, NULL, NULL, NULL, NULL FROM unnest((SELECT ids FROM changed)) AS gone(id)
+    UNION ALL SELECT ${PROVIDER_ROW} FROM resource_providers rp WHERE rp.id = ANY((SELECT ids FROM changed)::int[])
+    UNION ALL SELECT ${viewRow({ kind: `'${ROW.deleted}'`, id: "gone.id" })} FROM unnest((SELECT ids FROM changed)) AS gone(id)
       WHERE NOT EXISTS (SELECT 1 FROM resource_providers rp WHERE rp.id = gone.id)`;
 
-type Row = [string, number, string | null, string | null, string | null, number[] | null, number[] | null];
 
 interface ProviderRow {
   id: number;
@@ -444,7 +480,13 @@ function readRows(rows: unknown[][]): Rows {
   const names: IdsByName = { resourceClasses: new Map(), traits: new Map(), aggregates: new Map(), treeRoots: new Map(), hasTrees: false, hasSharing: false };
   const out: Rows = { names, classNames: new Map(), seq: 0, prunedThrough: 0, started: "", providers: [], deleted: [], providerCount: 0 };
   for (const raw of rows) {
-    const [k, id, s, inventories, traitNames, traitIds, aggregateIds] = raw as Row;
+    const k = raw[AT.kind] as string;
+    const id = raw[AT.id] as number;
+    const s = raw[AT.text] as string | null;
+    const inventories = raw[AT.inventories] as string | null;
+    const traitNames = raw[AT.traitNames] as string | null;
+    const traitIds = raw[AT.traitIds] as number[] | null;
+    const aggregateIds = raw[AT.aggregateIds] as number[] | null;
     if (k === ROW.provider) out.providers.push({ id, text: s!, inventories, traitNames, traitIds: traitIds ?? [], aggregateIds: aggregateIds ?? [] });
     else if (k === ROW.resourceClass) {
       names.resourceClasses.set(s!, id);

@@ -28,7 +28,7 @@ import { SHARING_TRAIT } from "./cloud-shape.js";
 import { classNamesOf, emptyResult, type CandidatesResult, type EngineOptions } from "./generate.js";
 import { DATABASE_PATHS, firstTaking } from "./paths/chooser.js";
 import type { DatabasePath } from "./paths/path.js";
-import { lookupNames } from "./sql.js";
+import { lookupNames } from "./sql/tree-loads.js";
 import { groupTraits, namesKnown, refuseUnknownName } from "./unknown-names.js";
 
 export type { CandidatesResult, EngineOptions, ProviderSummary } from "./generate.js";

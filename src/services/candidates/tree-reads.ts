@@ -11,7 +11,7 @@
  * one before.
  */
 import type { Queryable } from "../../db/database.js";
-import { loadTreeRangeTexts, loadTrees, loadTreesAfter, loadTreeTexts, memberships, readTrees, rootIdsAfter, rootsOf, sharingAnchors, type TreeData } from "./sql.js";
+import { loadTreeRangeTexts, loadTrees, loadTreesAfter, loadTreeTexts, memberships, readTrees, rootIdsAfter, rootsOf, sharingAnchors, type TreeData } from "./sql/tree-loads.js";
 
 /** A batch's roots and their trees. */
 export interface Loaded {

@@ -36,20 +36,20 @@
  * `allocations`, so their cost does not grow with the number of allocations.
  */
 import { sql } from "drizzle-orm";
-import type { Queryable } from "../../db/database.js";
-import { executePrepared } from "../../db/prepared.js";
-import { readShapeRow, SHAPE_ROWS, type CloudShape } from "./cloud-shape.js";
+import type { Queryable } from "../../../db/database.js";
+import { executePrepared } from "../../../db/prepared.js";
+import { readShapeRow, SHAPE_ROWS, type CloudShape } from "../cloud-shape.js";
 import { inventoryTextSql, readInventory, Words } from "./inventory-text.js";
 
 /**
  * Every statement here has a fixed text (values are parameters), so each runs
- * as a named statement (db/prepared.ts): planned again at each execution, a
- * batch's statement spent a millisecond or two planning before it ran, on the
- * path every batch waits on, where the generic plan, chosen after the first
- * few, is the same index plan.
+ * as a named statement (db/prepared.ts), `name`: planned again at each
+ * execution, a batch's statement spent a millisecond or two planning before
+ * it ran, on the path every batch waits on, where the generic plan, chosen
+ * after the first few, is the same index plan.
  */
-async function rows<T>(tx: Queryable, query: ReturnType<typeof sql>): Promise<T[]> {
-  return (await executePrepared(tx, query)).rows as T[];
+async function rows<T>(tx: Queryable, name: string, query: ReturnType<typeof sql>): Promise<T[]> {
+  return (await executePrepared(tx, query, name)).rows as T[];
 }
 
 /** The ids of the names a request gives (each map absent the unknown ones), and the cloud's shape. */
@@ -74,6 +74,7 @@ export async function lookupNames(
 ): Promise<IdsByName> {
   const found = await rows<{ kind: string; id: number; name: string }>(
     tx,
+    "ac_lookup_names",
     sql`SELECT ${sql.raw(`'${NAME_ROW.resourceClass}'`)} AS kind, id, name FROM resource_classes WHERE name = ANY(${sql.param(classes)}::varchar[])
         UNION ALL SELECT ${sql.raw(`'${NAME_ROW.trait}'`)}, id, name FROM traits WHERE name = ANY(${sql.param(traitNames)}::varchar[])
         UNION ALL SELECT ${sql.raw(`'${NAME_ROW.aggregate}'`)}, id, uuid FROM aggregates WHERE uuid = ANY(${sql.param(aggregateUuids)}::varchar[])
@@ -108,6 +109,7 @@ export async function memberships(
   if (traitIdList.length === 0 && aggregateIdList.length === 0) return out;
   const found = await rows<{ kind: string; rp: number; id: number }>(
     tx,
+    "ac_memberships",
     sql`SELECT ${sql.raw(`'${NAME_ROW.trait}'`)} AS kind, resource_provider_id AS rp, trait_id AS id FROM resource_provider_traits
         WHERE trait_id = ANY(${sql.param(traitIdList)}::int[])
         UNION ALL
@@ -130,6 +132,7 @@ export async function sharingAnchors(tx: Queryable, sharingIds: number[]): Promi
   // hundred trees gives a hundred, and the driver's parsing of rows cost more than the statement.
   const [found] = await rows<{ pairs: string | null }>(
     tx,
+    "ac_sharing_anchors",
     sql`SELECT string_agg(rp || ' ' || anchor, ' ' ORDER BY rp, anchor) AS pairs FROM (
           SELECT DISTINCT sa.resource_provider_id AS rp, other.root_provider_id AS anchor
           FROM resource_provider_aggregates sa
@@ -153,6 +156,7 @@ export async function rootsOf(tx: Queryable, ids: number[]): Promise<Map<number,
   if (ids.length === 0) return new Map();
   const found = await rows<{ id: number; root: number }>(
     tx,
+    "ac_roots_of",
     sql`SELECT id, root_provider_id AS root FROM resource_providers WHERE id = ANY(${sql.param(ids)}::int[]) ORDER BY id`,
   );
   return new Map(found.map((r) => [r.id, r.root]));
@@ -208,6 +212,7 @@ export async function loadTreeTexts(tx: Queryable, rootIds: number[]): Promise<T
   const highest = rootIds.reduce((a, b) => Math.max(a, b));
   const [found] = await rows<TreeTexts>(
     tx,
+    "ac_load_trees",
     // The range is redundant but for the planner: it makes the estimate small, so a batch of a few
     // hundred trees among thousands is read through indexes, where `= ANY` alone gave sequential
     // scans and hash joins over every table. Materialized: the three texts read it once, not each.
@@ -231,6 +236,7 @@ export async function loadTreeTexts(tx: Queryable, rootIds: number[]): Promise<T
 export async function loadTreeRangeTexts(tx: Queryable, lowest: number, highest: number, except: number[]): Promise<TreeTexts | undefined> {
   const [found] = await rows<TreeTexts>(
     tx,
+    "ac_load_tree_range",
     // `root_provider_id + 0 >= lowest` is always true, but the planner cannot know it and estimates
     // a third of the range's providers: estimated at their true number, a batch's providers were
     // joined to every inventory and trait by hashing (10,000 nested trees: the load twice as slow,
@@ -260,6 +266,7 @@ export async function loadTreesAfter(tx: Queryable, afterId: number, count: numb
   const limit = count === undefined ? sql`` : sql`LIMIT ${count}`;
   const [found] = await rows<TreeTexts & { r: string | null }>(
     tx,
+    "ac_load_trees_after",
     sql`WITH r AS MATERIALIZED (
           SELECT id FROM resource_providers WHERE parent_provider_id IS NULL AND id > ${afterId} ORDER BY id ${limit}
         ), p AS MATERIALIZED (
@@ -276,6 +283,7 @@ export async function loadTreesAfter(tx: Queryable, afterId: number, count: numb
 export async function rootIdsAfter(tx: Queryable, afterId: number): Promise<number[]> {
   const [found] = await rows<{ r: string | null }>(
     tx,
+    "ac_root_ids_after",
     sql`SELECT string_agg(id::text, ' ' ORDER BY id) AS r FROM resource_providers WHERE parent_provider_id IS NULL AND id > ${afterId}`,
   );
   return idsOf(found?.r);

@@ -9,8 +9,8 @@
  * texts; every field but allocation_ratio is a non-negative integer, and
  * float8's text form is exact.
  */
-import { capacityOf } from "../rules/capacity.js";
-import type { TreeInventory } from "./sql.js";
+import { capacityOf } from "../../rules/capacity.js";
+import type { TreeInventory } from "./tree-loads.js";
 
 /** The inventories columns each inventory's text gives, in order. */
 const INVENTORY_FIELDS = ["resource_class_id", "total", "reserved", "allocation_ratio", "used", "min_unit", "max_unit", "step_size"] as const;
