@@ -4,9 +4,11 @@
  * bytes the moment it is found, then the summaries; see BodyWriter for why
  * bytes: a huge answer (tens of thousands of nested candidates) kept as
  * strings until the end grows the heap by several times its size; written as
- * it comes, each piece is garbage at once and the bytes leave in 64 KB
- * chunks. From the flat answer (cloud view), the whole body at once
- * (flat-candidates-body.ts).
+ * it comes, each piece is garbage at once and the bytes sit outside the heap
+ * in 64 KB chunks. From the flat answer (cloud view), the whole body at once
+ * (flat-candidates-body.ts). Under PLACEMENT_MAX_ANSWER_BYTES (the default)
+ * the chunks are held until the answer is whole, and an answer that passes
+ * it is refused before any of it leaves (see respond).
  */
 import { setImmediate as turn } from "node:timers/promises";
 import { BodyBuffers } from "../http/body-buffers.js";
@@ -236,10 +238,10 @@ function writeSummaries(w: BodyWriter, shape: ResponseShape, query: CandidatesQu
 /** Above this size a finished body is streamed chunk by chunk rather than copied into one buffer. */
 const STREAM_ABOVE_BYTES = 4 * 1024 * 1024;
 /**
- * Past this many bytes of allocation requests the body starts to leave while
- * the engine goes on (see respond): on two cores the client reads the first
- * megabytes while the rest is found, and sent chunks are dropped instead of
- * piling up, which bounds the peak memory of a huge answer. Smaller answers
- * go whole, with a Content-Length.
+ * Without a bound, past this many bytes of allocation requests the body
+ * starts to leave while the engine goes on (see respond): on two cores the
+ * client reads the first megabytes while the rest is found, and sent chunks
+ * are dropped instead of piling up. Smaller answers go whole, with a
+ * Content-Length.
  */
 const STREAM_FROM_BYTES = 1024 * 1024;
