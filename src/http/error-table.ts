@@ -291,6 +291,12 @@ const ROWS: Rows = {
     status: 400,
     detail: `The allocation candidates answer would be larger than ${maxBytes} bytes, this server's bound on one answer (PLACEMENT_MAX_ANSWER_BYTES, [placement] max_answer_bytes). Ask for fewer candidates with the limit parameter.`,
   }),
+
+  AnswersBusy: ({ budgetBytes }) => ({
+    status: 503,
+    detail: `The server is writing other large allocation candidates answers and holds ${budgetBytes} bytes of them at the most (twice PLACEMENT_MAX_ANSWER_BYTES); retry later, or ask for fewer candidates with the limit parameter.`,
+    headers: { "retry-after": RETRY_AFTER_SECONDS },
+  }),
 };
 
 /** The answer for a domain error. */

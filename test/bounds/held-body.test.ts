@@ -11,7 +11,7 @@ import type { CandidatesQuery } from "../../src/query/request-groups.js";
 import { BodyPieces, CandidatesBody } from "../../src/routes/candidates-body.js";
 import { responseShape } from "../../src/routes/candidates-shape.js";
 import type { CandidatesResult } from "../../src/services/candidates/engine.js";
-import { AnswerTooLarge } from "../../src/services/errors.js";
+import { AnswersBusy, AnswerTooLarge } from "../../src/services/errors.js";
 
 class TooLarge extends Error {}
 const bound = (bytes: number): Bound => ({ bytes, refuse: () => new TooLarge(`past ${bytes}`) });
@@ -106,5 +106,48 @@ describe("a bounded CandidatesBody", () => {
     expect(out).toBeInstanceOf(ReadableStream);
     expect(progress.done).toBe(false);
     expect(JSON.parse(await text(out)).allocation_requests).toHaveLength(20_000);
+  });
+});
+
+describe("bounded answers written at once", () => {
+  const MiB = 1024 * 1024;
+  /** About `bytes` of candidates (each is about 150 bytes), with a turn of the event loop after each slice. */
+  const candidatesOf = (bytes: number) => Math.ceil(bytes / 150);
+
+  it("share a budget of twice the bound: one that would pass it is refused with AnswersBusy, and every byte counted is given back", async () => {
+    const pieces = new BodyPieces();
+    const newBody = () => new CandidatesBody(responseShape(Microversion.from("1.39")), query, pieces, MiB);
+    // Three answers of 0.8 MiB each, written side by side: the third passes 2 MiB while the others are being written.
+    const bodies = [newBody(), newBody(), newBody()];
+    const progress = bodies.map(() => ({ done: false }));
+    const results = await Promise.allSettled(bodies.map((b, k) => b.respond(answer(b, candidatesOf(0.8 * MiB), progress[k]), () => {})));
+    const refused = results.filter((r) => r.status === "rejected").map((r) => (r as PromiseRejectedResult).reason);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toBeInstanceOf(AnswersBusy);
+    expect((refused[0] as AnswersBusy).budgetBytes).toBe(2 * MiB);
+    expect(pieces.writing.bytes).toBe(0);
+    // Once the others are whole, the same answer is written in full.
+    const again = newBody();
+    const out = await again.respond(answer(again, candidatesOf(0.8 * MiB), { done: false }), () => {});
+    expect(JSON.parse(await text(out)).allocation_requests).toHaveLength(candidatesOf(0.8 * MiB));
+    expect(pieces.writing.bytes).toBe(0);
+  });
+
+  it("gives back the bytes of an answer refused for its own size, and of one discarded and written again", async () => {
+    const pieces = new BodyPieces();
+    const tooLarge = new CandidatesBody(responseShape(Microversion.from("1.39")), query, pieces, MiB);
+    await expect(tooLarge.respond(answer(tooLarge, candidatesOf(3 * MiB), { done: false }), () => {})).rejects.toBeInstanceOf(AnswerTooLarge);
+    expect(pieces.writing.bytes).toBe(0);
+    const rewritten = new CandidatesBody(responseShape(Microversion.from("1.39")), query, pieces, MiB);
+    const answering = (async () => {
+      writeCandidates(rewritten, 0, candidatesOf(0.5 * MiB));
+      expect(pieces.writing.bytes).toBeGreaterThan(0);
+      expect(rewritten.discard()).toBe(true);
+      expect(pieces.writing.bytes).toBe(0);
+      await answer(rewritten, 100, { done: false });
+    })();
+    await rewritten.respond(answering, () => {});
+    expect(rewritten.written).toBe(100);
+    expect(pieces.writing.bytes).toBe(0);
   });
 });
