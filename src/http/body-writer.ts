@@ -84,8 +84,8 @@ export class BodyWriter {
     private readonly bound?: Bound,
   ) {
     this.chunkBytes = chunkBytes;
-    // A body past the bound is refused before it is whole: its first chunk need not hold more.
-    this.current = this.allocate(bound ? Math.min(firstChunkBytes, bound.bytes + 1) : firstChunkBytes);
+    // A body past the bound is refused before it is whole: its first chunk need not hold more than the bound.
+    this.current = this.allocate(bound ? Math.min(firstChunkBytes, bound.bytes) : firstChunkBytes);
   }
 
   /** Pre-encoded bytes (a piece made once and written many times). */

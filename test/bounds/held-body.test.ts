@@ -19,6 +19,9 @@ const bound = (bytes: number): Bound => ({ bytes, refuse: () => new TooLarge(`pa
 describe("BodyWriter with a bound", () => {
   it("takes a body of exactly the bound's size and refuses one byte more", () => {
     const w = new BodyWriter(1024, 1024, undefined, bound(3000));
+    const whole = new BodyWriter(1 << 20, 1024, undefined, bound(3000));
+    whole.ascii("x".repeat(3000)).within();
+    expect(() => whole.ascii("x").within()).toThrow(TooLarge);
     w.ascii("x".repeat(3000)).within();
     expect(w.size).toBe(3000);
     expect(() => w.ascii("x").within()).toThrow(TooLarge);
@@ -42,7 +45,7 @@ describe("BodyWriter with a bound", () => {
   it("does not take a first chunk larger than the bound needs, whatever the caller expects", () => {
     const buffers = new BodyBuffers();
     const w = new BodyWriter(512 * 1024 * 1024, undefined, buffers, bound(100_000));
-    expect(w.chunk.length).toBe(sizeClassOf(100_001));
+    expect(w.chunk.length).toBe(sizeClassOf(100_000));
   });
 });
 
