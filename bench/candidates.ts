@@ -392,6 +392,16 @@ export class ServerFailed extends Error {
   }
 }
 
+/** The specific part of a Placement error's detail (after the status's standard explanation), or the start of any other body. */
+function errorDetail(body: string): string {
+  try {
+    const detail = String((JSON.parse(body) as { errors: Array<{ detail: string }> }).errors[0].detail);
+    return detail.split("\n\n").pop()!.trim();
+  } catch {
+    return body.slice(0, 300);
+  }
+}
+
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 
 interface Row {
@@ -445,7 +455,7 @@ export async function measure(
     const answer = await get(s.port, q, shape.microversion).catch((error: Error) => {
       throw new ServerFailed(s.name, `${error.message} (connection lost)`);
     });
-    if (answer.status !== 200) throw new ServerFailed(s.name, `${answer.status} ${answer.body.slice(0, 300)}`);
+    if (answer.status !== 200) throw new ServerFailed(s.name, `${answer.status}: ${errorDetail(answer.body)}`);
     return answer;
   };
   const firsts: Array<Awaited<ReturnType<typeof get>>> = [];

@@ -66,9 +66,10 @@ export const configSchema = z.object({
   PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY: z.enum(["depth-first", "breadth-first"]).default("depth-first"),
   /**
    * Largest GET /allocation_candidates body, in bytes (0: no bound). An answer that would be larger is
-   * refused with 400 before any of it is sent, so a worker never holds more than this of one answer
-   * (docs/memory.md). The default keeps every answer of Nova's usual queries (limit=1000) and of
-   * unlimited queries over ten thousand nested compute nodes, and fits a worker's 256 MB heap.
+   * refused with 400 before any of it is sent, and the answers a worker writes at once hold twice this
+   * at the most (past it, 503), so a worker never holds more than that of its answers (docs/memory.md).
+   * The default keeps every answer of Nova's usual queries (limit=1000) and of unlimited queries over
+   * ten thousand nested compute nodes, and fits a worker's 256 MB heap.
    */
   PLACEMENT_MAX_ANSWER_BYTES: int(0, 4 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   /** Keystone strategy: the identity endpoint named to clients in WWW-Authenticate (default PLACEMENT_KEYSTONE_URL). */

@@ -34,7 +34,7 @@ and \`placement config show\` prints what they add up to):
   PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES   Shuffle candidates (default false).
   PLACEMENT_MAX_ALLOCATION_CANDIDATES         Cap on candidates, -1 for none (default -1).
   PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY   depth-first | breadth-first.
-  PLACEMENT_MAX_ANSWER_BYTES   Largest allocation candidates answer; a larger one is refused with 400 (default 64 MiB; 0: none).
+  PLACEMENT_MAX_ANSWER_BYTES   Largest allocation candidates answer; a larger one is refused with 400, answers past twice it at once with 503 (default 64 MiB; 0: none).
   PLACEMENT_CONFIG_FILE        Placement's oslo.config file (default /etc/placement/placement.conf when it exists).
   PLACEMENT_KEYSTONE_WWW_AUTHENTICATE_URI   keystone: the endpoint named in WWW-Authenticate (default PLACEMENT_KEYSTONE_URL).
   PLACEMENT_KEYSTONE_USER_DOMAIN_ID / _PROJECT_DOMAIN_ID   The credentials' domains by id (win over the names).

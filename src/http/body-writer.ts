@@ -54,6 +54,8 @@ export interface LiveBody {
 export interface Bound {
   bytes: number;
   refuse: () => Error;
+  /** Told the bytes of each chunk as it fills; throws to stop the body (a budget several bodies share). */
+  filled?: (bytes: number) => void;
 }
 
 /** Bytes of a live body queued for the socket beyond which room() waits. */
@@ -82,8 +84,8 @@ export class BodyWriter {
     private readonly bound?: Bound,
   ) {
     this.chunkBytes = chunkBytes;
-    // A body past the bound is refused before it is whole: its first chunk need not hold more.
-    this.current = this.allocate(bound ? Math.min(firstChunkBytes, bound.bytes + 1) : firstChunkBytes);
+    // A body past the bound is refused before it is whole: its first chunk need not hold more than the bound.
+    this.current = this.allocate(bound ? Math.min(firstChunkBytes, bound.bytes) : firstChunkBytes);
   }
 
   /** Pre-encoded bytes (a piece made once and written many times). */
@@ -275,7 +277,10 @@ export class BodyWriter {
   private nextChunk(): void {
     const chunk = this.current.subarray(0, this.used);
     this.filled += chunk.length;
-    if (this.bound && this.filled > this.bound.bytes) throw this.bound.refuse();
+    if (this.bound) {
+      if (this.filled > this.bound.bytes) throw this.bound.refuse();
+      this.bound.filled?.(chunk.length);
+    }
     if (this.send) this.send(chunk);
     else this.full.push(chunk);
     this.current = this.allocate(this.chunkBytes);

@@ -286,10 +286,16 @@ const ROWS: Rows = {
     detail: `Cursor ${cursor} is too old: changes up to ${prunedThrough} are no longer kept. Resync: take a new cursor (GET /changes without since), read the state, then follow the feed from that cursor.`,
   }),
 
-  // Placement has no such bound; the code stays the default one, as for every extension's refusal.
+  // Placement has no such bound (an extension's refusal): the default code.
   AnswerTooLarge: ({ maxBytes }) => ({
     status: 400,
     detail: `The allocation candidates answer would be larger than ${maxBytes} bytes, this server's bound on one answer (PLACEMENT_MAX_ANSWER_BYTES, [placement] max_answer_bytes). Ask for fewer candidates with the limit parameter.`,
+  }),
+
+  AnswersBusy: ({ budgetBytes }) => ({
+    status: 503,
+    detail: `The server is writing other large allocation candidates answers and holds ${budgetBytes} bytes of them at the most (twice PLACEMENT_MAX_ANSWER_BYTES); retry later, or ask for fewer candidates with the limit parameter.`,
+    headers: { "retry-after": RETRY_AFTER_SECONDS },
   }),
 };
 

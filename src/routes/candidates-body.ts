@@ -4,9 +4,11 @@
  * bytes the moment it is found, then the summaries; see BodyWriter for why
  * bytes: a huge answer (tens of thousands of nested candidates) kept as
  * strings until the end grows the heap by several times its size; written as
- * it comes, each piece is garbage at once and the bytes leave in 64 KB
- * chunks. From the flat answer (cloud view), the whole body at once
- * (flat-candidates-body.ts).
+ * it comes, each piece is garbage at once and the bytes sit outside the heap
+ * in 64 KB chunks. From the flat answer (cloud view), the whole body at once
+ * (flat-candidates-body.ts). Under PLACEMENT_MAX_ANSWER_BYTES (the default)
+ * the chunks are held until the answer is whole, and an answer that passes
+ * it is refused before any of it leaves (see respond).
  */
 import { setImmediate as turn } from "node:timers/promises";
 import { BodyBuffers } from "../http/body-buffers.js";
@@ -18,17 +20,18 @@ import { IdMap } from "../services/candidates/id-map.js";
 import type { FlatAnswer } from "../services/candidates/flat-answer.js";
 import type { NamesById } from "../services/candidates/generate.js";
 import type { CandidatesSink } from "../services/candidates/service.js";
-import { AnswerTooLarge } from "../services/errors.js";
+import { AnswersBusy, AnswerTooLarge } from "../services/errors.js";
 import { ARRAY_CLOSE, BODY_CLOSE, CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN } from "./candidates-shape.js";
 import type { AnswerShape } from "../services/candidates/answer-shape.js";
 import { candidateWriter, ProviderPieces, writeQuoted, writeResourcesOpen, type UuidArena, type UuidPieces } from "./candidate-writer.js";
 import { FlatBodyPieces, renderFlatBody } from "./flat-candidates-body.js";
 
-/** What the bodies of all answers share (one per app): the encoded pieces of providers, and the buffers bodies are written in. */
+/** What the bodies of all answers share (one per app): the encoded pieces of providers, the buffers bodies are written in, and the bytes of bounded answers being written. */
 export class BodyPieces {
   readonly flat = new FlatBodyPieces();
   readonly providers = new ProviderPieces();
   readonly buffers = new BodyBuffers();
+  readonly writing = { bytes: 0 };
 }
 
 export class CandidatesBody implements CandidatesSink {
@@ -48,8 +51,18 @@ export class CandidatesBody implements CandidatesSink {
   private liveBody?: LiveBody;
   /** The most bytes the body may have (none when undefined): past it the answer is refused with AnswerTooLarge. */
   private readonly bound?: Bound;
+  /** Bytes this body counts in `pieces.writing` (see the constructor). */
+  private counted = 0;
 
-  /** `maxBytes`: PLACEMENT_MAX_ANSWER_BYTES (0: no bound). */
+  /**
+   * `maxBytes`: PLACEMENT_MAX_ANSWER_BYTES (0: no bound). Bounded answers
+   * being written at once also share a budget of twice that (an answer at its
+   * bound leaves as much to all the others): each counts its bytes as its
+   * chunks fill, until it is whole or refused, and one that would pass the
+   * budget is refused with AnswersBusy. While an answer is written its bytes
+   * and the engine's state for it are held; a bound on each answer alone
+   * left a worker answering many large queries at once to run out of heap.
+   */
   constructor(
     private readonly shape: AnswerShape,
     private readonly query: CandidatesQuery,
@@ -57,7 +70,15 @@ export class CandidatesBody implements CandidatesSink {
     maxBytes = 0,
   ) {
     this.arena = pieces.providers.arena();
-    if (maxBytes > 0) this.bound = { bytes: maxBytes, refuse: () => new AnswerTooLarge(maxBytes) };
+    if (maxBytes > 0) {
+      const budget = 2 * maxBytes;
+      const filled = (bytes: number) => {
+        if (pieces.writing.bytes + bytes > budget) throw new AnswersBusy(budget);
+        pieces.writing.bytes += bytes;
+        this.counted += bytes;
+      };
+      this.bound = { bytes: maxBytes, refuse: () => new AnswerTooLarge(maxBytes), filled };
+    }
   }
 
   /** Allocation requests written so far. */
@@ -91,6 +112,7 @@ export class CandidatesBody implements CandidatesSink {
   discard(): boolean {
     if (this.live) return false;
     // Nothing written has been sent. A new writer (made on the next write) registers the stream's size trigger again.
+    this.uncount();
     this.recycle();
     this.writeOne = undefined;
     this.encoded.clear();
@@ -140,6 +162,9 @@ export class CandidatesBody implements CandidatesSink {
       // Nothing was sent, and the service is done writing: the buffers can be written again.
       this.recycle();
       throw error;
+    } finally {
+      // A bounded answer is whole or refused here: the service is done with it.
+      this.uncount();
     }
     if (complete) {
       if (this.whole) return this.whole;
@@ -156,6 +181,11 @@ export class CandidatesBody implements CandidatesSink {
       },
     );
     return live.stream;
+  }
+
+  private uncount(): void {
+    this.pieces.writing.bytes -= this.counted;
+    this.counted = 0;
   }
 
   private get w(): BodyWriter {
@@ -237,10 +267,10 @@ function writeSummaries(w: BodyWriter, shape: AnswerShape, query: CandidatesQuer
 /** Above this size a finished body is streamed chunk by chunk rather than copied into one buffer. */
 const STREAM_ABOVE_BYTES = 4 * 1024 * 1024;
 /**
- * Past this many bytes of allocation requests the body starts to leave while
- * the engine goes on (see respond): on two cores the client reads the first
- * megabytes while the rest is found, and sent chunks are dropped instead of
- * piling up, which bounds the peak memory of a huge answer. Smaller answers
- * go whole, with a Content-Length.
+ * Without a bound, past this many bytes of allocation requests the body
+ * starts to leave while the engine goes on (see respond): on two cores the
+ * client reads the first megabytes while the rest is found, and sent chunks
+ * are dropped instead of piling up. Smaller answers go whole, with a
+ * Content-Length.
  */
 const STREAM_FROM_BYTES = 1024 * 1024;

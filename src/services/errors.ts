@@ -309,6 +309,17 @@ export class AnswerTooLarge extends DomainError {
   }
 }
 
+/**
+ * GET /allocation_candidates: the answers a worker is writing at once
+ * would hold more than its budget for them (twice the bound on one answer).
+ */
+export class AnswersBusy extends DomainError {
+  readonly kind = "AnswersBusy";
+  constructor(readonly budgetBytes: number) {
+    super(`allocation candidates answers being written pass ${budgetBytes} bytes`);
+  }
+}
+
 /** Every domain error, for the error table (which needs a row for each). */
 export type AnyDomainError =
   | ProviderNotFound
@@ -334,7 +345,8 @@ export type AnyDomainError =
   | AllocationsNotFound
   | ClaimRefused
   | CursorTooOld
-  | AnswerTooLarge;
+  | AnswerTooLarge
+  | AnswersBusy;
 
 /**
  * The domain error a database failure stands for (see SQLSTATE_MEANINGS),
