@@ -46,36 +46,36 @@ export function groupFilters(group: RequestGroup, names: Pick<IdsByName, "resour
 
   const required = group.traits.required;
   for (const list of required.filter((l) => l.length === 1)) {
-    const anyOf = [traitIds(list)];
-    out.push({ filter: `required${s}:${list[0]}`, passes: (p) => allows(p.traits, { anyOf, forbidden: [] }), short: () => `lacks trait ${list[0]}` });
+    const e = { anyOf: [traitIds(list)], forbidden: [] };
+    out.push({ filter: `required${s}:${list[0]}`, passes: (p) => allows(p.traits, e), short: () => `lacks trait ${list[0]}` });
   }
   for (const trait of group.traits.forbidden) {
-    const forbidden = traitIds([trait]);
-    out.push({ filter: `required${s}:!${trait}`, passes: (p) => allows(p.traits, { anyOf: [], forbidden }), short: () => `has forbidden trait ${trait}` });
+    const e = { anyOf: [], forbidden: traitIds([trait]) };
+    out.push({ filter: `required${s}:!${trait}`, passes: (p) => allows(p.traits, e), short: () => `has forbidden trait ${trait}` });
   }
   for (const list of required.filter((l) => l.length > 1)) {
-    const anyOf = [traitIds(list)];
+    const e = { anyOf: [traitIds(list)], forbidden: [] };
     out.push({
       filter: `required${s}:in:${list.join(",")}`,
-      passes: (p) => allows(p.traits, { anyOf, forbidden: [] }),
+      passes: (p) => allows(p.traits, e),
       short: () => `lacks every trait of ${list.join(", ")}`,
     });
   }
 
   for (const list of group.aggregates.memberOf) {
-    const anyOf = [aggregateIds(list)];
+    const e = { anyOf: [aggregateIds(list)], forbidden: [] };
     const one = list.length === 1;
     out.push({
       filter: `member_of${s}:${one ? "" : "in:"}${list.join(",")}`,
-      passes: (p) => allows(p.aggregates, { anyOf, forbidden: [] }),
+      passes: (p) => allows(p.aggregates, e),
       short: () => (one ? `not in aggregate ${list[0]}` : `in none of aggregates ${list.join(", ")}`),
     });
   }
   for (const aggregate of group.aggregates.forbidden) {
-    const forbidden = aggregateIds([aggregate]);
+    const e = { anyOf: [], forbidden: aggregateIds([aggregate]) };
     out.push({
       filter: `member_of${s}:!${aggregate}`,
-      passes: (p) => allows(p.aggregates, { anyOf: [], forbidden }),
+      passes: (p) => allows(p.aggregates, e),
       short: () => `in forbidden aggregate ${aggregate}`,
     });
   }
@@ -90,7 +90,11 @@ export function groupFilters(group: RequestGroup, names: Pick<IdsByName, "resour
 }
 
 function resourceFilter(filter: string, rc: string, classId: number | undefined, amount: number): ProviderFilter {
-  const inventoryOf = (p: JudgedProvider) => p.inventories.find((inv) => inv.resourceClassId === classId);
+  // A loop, not find() with an arrow: this runs for every provider of the cloud.
+  const inventoryOf = (p: JudgedProvider) => {
+    for (const inv of p.inventories) if (inv.resourceClassId === classId) return inv;
+    return undefined;
+  };
   return {
     filter,
     passes: (p) => {

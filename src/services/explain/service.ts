@@ -86,9 +86,18 @@ export async function explainCandidates(candidates: CandidatesAnswerer, db: Db, 
   const trees = stages.map((s, i) => ({ constraint: s.constraint, remaining: roots[i].size }));
 
   // A tree that anchors a candidate, or a provider that serves one (a sharing provider), is no miss.
-  const misses = judged.trees.filter((t) => !answer.roots.has(t.uuid) && !answer.used.has(t.uuid));
-  misses.sort((a, b) => a.shortfalls - b.shortfalls || a.id - b.id);
-  const nearest = misses.slice(0, NEAREST).map((t) => ({ uuid: t.uuid, short: shortfallsOf(t, judged.filters, whole) }));
+  const closer = (a: JudgedTree, b: JudgedTree) => a.shortfalls - b.shortfalls || a.id - b.id;
+  // The first few in that order, kept sorted as the trees go by (a sort of every tree of the cloud cost more).
+  const misses: JudgedTree[] = [];
+  for (const t of judged.trees) {
+    if (answer.roots.has(t.uuid) || answer.used.has(t.uuid)) continue;
+    if (misses.length === NEAREST && closer(t, misses[NEAREST - 1]) >= 0) continue;
+    let at = misses.length;
+    while (at > 0 && closer(t, misses[at - 1]) < 0) at--;
+    misses.splice(at, 0, t);
+    if (misses.length > NEAREST) misses.pop();
+  }
+  const nearest = misses.map((t) => ({ uuid: t.uuid, short: shortfallsOf(t, judged.filters, whole) }));
   const names = await providerNames(db, nearest.flatMap((t) => [t.uuid, ...t.short.flatMap((s) => s.on ?? [])]));
   const several = whole.groups.length > 1;
   return {
