@@ -8,7 +8,8 @@ import { placementErrorFor } from "../../http/error-table.js";
 import { parseMicroversion } from "../../http/microversion.js";
 import { parseCandidatesQuery } from "../../query/request-groups.js";
 import { CandidatesService } from "../../services/candidates/service.js";
-import { explainCandidates, type Explanation } from "../../services/explain/service.js";
+import { explainCandidates, explainSource, type Explanation } from "../../services/explain/service.js";
+import { explanationBody } from "../../routes/explain.js";
 import type { Cli } from "../context.js";
 import { ExitCode, UsageError } from "../exit-codes.js";
 
@@ -55,8 +56,8 @@ export function register(program: Command, cli: Cli): void {
         const query = refusedAsUsage(() => parseCandidatesQuery(pairs, mv));
         return cli.withDatabase(async (database) => {
           const service = new CandidatesService(database.db, cli.settings());
-          const e = await explainCandidates(service, database.db, query, mv.atLeast("1.29")).catch(asUsage);
-          if (options.json) cli.print({ allocation_requests: e.allocationRequests, groups: e.groups, trees: e.trees, nearest: e.nearest }, true, () => "");
+          const e = await explainCandidates(explainSource(service, mv.atLeast("1.29")), database.db, query).catch(asUsage);
+          if (options.json) cli.print(explanationBody(e), true, () => "");
           else cli.print(e, false, funnelText);
           return ExitCode.OK;
         });

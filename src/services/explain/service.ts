@@ -25,7 +25,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../../db/database.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
-import { CloudView, type ViewRead } from "../candidates/cloud-view.js";
+import { CloudView, type ViewNames, type ViewRead } from "../candidates/cloud-view.js";
 import type { TreeMember } from "../candidates/cloud-trees.js";
 import type { Candidate } from "../candidates/combine.js";
 import type { FlatAnswer } from "../candidates/flat-answer.js";
@@ -70,21 +70,36 @@ export const NEAREST = 5;
 export const ONE_TREE = "every group on one tree";
 export const ONE_TREE_SHARING = "every group on one tree or the sharing providers of its aggregates";
 
-/** Explains `query` at microversion 1.29's `nestedAware`, from the cloud `candidates` answers from. */
-export async function explainCandidates(candidates: CandidatesAnswerer, db: Db, query: CandidatesQuery, nestedAware: boolean): Promise<Explanation> {
+/**
+ * What an explanation reads: the candidates service's answer at the
+ * request's microversion, and the cloud view it answers from
+ * (CandidatesService.readView).
+ */
+export interface ExplainSource {
+  answer(query: CandidatesQuery, sink: CandidatesSink): Promise<unknown>;
+  readView<T>(wanted: ViewNames, use: (read: ViewRead) => T): Promise<T | undefined>;
+}
+
+/** The source of explanations at microversion 1.29's `nestedAware`, from the candidates service (or the replica router) `candidates`. */
+export function explainSource(candidates: CandidatesAnswerer, nestedAware: boolean): ExplainSource {
+  return { answer: (query, sink) => candidates.answer(query, nestedAware, sink), readView: (wanted, use) => candidates.readView(wanted, use) };
+}
+
+/** Explains `query` from `source`; `db` names the near misses (and reads a cloud too large for the view's copy). */
+export async function explainCandidates(source: ExplainSource, db: Db, query: CandidatesQuery): Promise<Explanation> {
   const whole: CandidatesQuery = { groups: query.groups, params: { ...query.params, limit: undefined } };
   // First, so a query the candidates service refuses is refused here with the same error.
-  const answer = await countCandidates(candidates, whole, nestedAware);
+  const answer = await countCandidates(source, whole);
   // A tree that anchors a candidate, or a provider that serves one (a sharing provider), is no miss.
   const served = (rootUuid: string) => answer.roots.has(rootUuid) || answer.used.has(rootUuid);
-  const judged = (await candidates.readView(viewNames(whole), (read) => judge(read, whole, served))) ?? (await judgeWholeCloud(db, whole, served));
+  const judged = (await source.readView(viewNames(whole), (read) => judge(read, whole, served))) ?? (await judgeWholeCloud(db, whole, served));
 
   const stages = treeStages(whole, judged.sharing);
   const roots: Array<ReadonlySet<string>> = [];
   for (const [i, stage] of stages.entries()) {
     if (i === stages.length - 1) roots.push(answer.roots);
     // A name the database does not know: no stage has a candidate (and the service may refuse a stage's query).
-    else roots.push(judged.namesKnown ? (await countCandidates(candidates, stage.query, nestedAware)).roots : new Set());
+    else roots.push(judged.namesKnown ? (await countCandidates(source, stage.query)).roots : new Set());
   }
   const trees = stages.map((s, i) => ({ constraint: s.constraint, remaining: roots[i].size }));
 
@@ -119,7 +134,7 @@ interface Count {
 }
 
 /** Runs the candidates service on `query` into a sink that only counts. */
-async function countCandidates(candidates: CandidatesAnswerer, query: CandidatesQuery, nestedAware: boolean): Promise<Count> {
+async function countCandidates(source: ExplainSource, query: CandidatesQuery): Promise<Count> {
   const out: Count = { count: 0, roots: new Set(), used: new Set() };
   const sink: CandidatesSink = {
     // Called unbound (the engine takes it as a callback).
@@ -142,7 +157,7 @@ async function countCandidates(candidates: CandidatesAnswerer, query: Candidates
       return true;
     },
   };
-  await candidates.answer(query, nestedAware, sink);
+  await source.answer(query, sink);
   return out;
 }
 
