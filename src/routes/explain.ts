@@ -16,7 +16,7 @@ export function explainRoutes(deps: RouteDeps): Hono<AppEnv> {
   declareRoute(app, "/allocation_candidates/explain", {
     GET: async (c) => {
       const { mv, query } = candidatesRequest(c, "placement:allocation_candidates:explain");
-      const e = await explainCandidates(explainSource(deps.services.candidates, mv.atLeast("1.29")), deps.db, query);
+      const e = await explainCandidates(explainSource(deps.services.candidates, mv), deps.db, query);
       return c.json(explanationBody(e));
     },
   }, { getSince: "1.10" });

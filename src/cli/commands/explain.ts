@@ -56,7 +56,7 @@ export function register(program: Command, cli: Cli): void {
         const query = refusedAsUsage(() => parseCandidatesQuery(pairs, mv));
         return cli.withDatabase(async (database) => {
           const service = new CandidatesService(database.db, cli.settings());
-          const e = await explainCandidates(explainSource(service, mv.atLeast("1.29")), database.db, query).catch(asUsage);
+          const e = await explainCandidates(explainSource(service, mv), database.db, query).catch(asUsage);
           if (options.json) cli.print(explanationBody(e), true, () => "");
           else cli.print(e, false, funnelText);
           return ExitCode.OK;

@@ -24,6 +24,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { Db } from "../../db/database.js";
+import type { Microversion } from "../../http/microversion.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
 import { CloudView, type ViewNames, type ViewRead } from "../candidates/cloud-view.js";
 import type { TreeMember } from "../candidates/cloud-trees.js";
@@ -80,8 +81,9 @@ export interface ExplainSource {
   readView<T>(wanted: ViewNames, use: (read: ViewRead) => T): Promise<T | undefined>;
 }
 
-/** The source of explanations at microversion 1.29's `nestedAware`, from the candidates service (or the replica router) `candidates`. */
-export function explainSource(candidates: CandidatesAnswerer, nestedAware: boolean): ExplainSource {
+/** The source of explanations at the request's microversion `mv`, from the candidates service (or the replica router) `candidates`. */
+export function explainSource(candidates: CandidatesAnswerer, mv: Microversion): ExplainSource {
+  const nestedAware = mv.atLeast("1.29");
   return { answer: (query, sink) => candidates.answer(query, nestedAware, sink), readView: (wanted, use) => candidates.readView(wanted, use) };
 }
 
