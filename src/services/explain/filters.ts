@@ -13,19 +13,14 @@
  * fails it.
  */
 import type { RequestGroup } from "../../query/request-groups.js";
-import type { IdsByName, TreeInventory } from "../candidates/sql.js";
+import type { TreeMember } from "../candidates/cloud-trees.js";
+import type { ViewRead } from "../candidates/cloud-view.js";
 import { canTake, hasRoomFor, type Room } from "../rules/capacity.js";
 import { allows } from "../rules/memberships.js";
 import { inTree } from "../rules/trees.js";
 
 /** What a filter reads of a provider (a provider of the cloud view's copy). */
-export interface JudgedProvider {
-  id: number;
-  rootId: number;
-  inventories: readonly TreeInventory[];
-  traits: ReadonlySet<number>;
-  aggregates: ReadonlySet<number>;
-}
+export type JudgedProvider = Pick<TreeMember, "id" | "rootId" | "inventories" | "traits" | "aggregates">;
 
 export interface ProviderFilter {
   /** The constraint as the query wrote it, e.g. `resources1:VCPU:4`, `required:!CUSTOM_X`, `member_of:in:<uuid>,<uuid>`. */
@@ -36,7 +31,7 @@ export interface ProviderFilter {
 }
 
 /** The filters of `group`, in funnel order, with the ids of `names` (the view's lookup of the request's names). */
-export function groupFilters(group: RequestGroup, names: Pick<IdsByName, "resourceClasses" | "traits" | "aggregates">, rootOfUuid: (uuid: string) => number | undefined): ProviderFilter[] {
+export function groupFilters(group: RequestGroup, names: Pick<ViewRead["names"], "resourceClasses" | "traits" | "aggregates">, rootOfUuid: (uuid: string) => number | undefined): ProviderFilter[] {
   const s = group.suffix;
   const traitIds = (list: Iterable<string>) => [...list].flatMap((t) => names.traits.get(t) ?? []);
   const aggregateIds = (list: Iterable<string>) => [...list].flatMap((a) => names.aggregates.get(a) ?? []);
