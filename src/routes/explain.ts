@@ -5,11 +5,10 @@
  * parser with the same 400s (`limit` is accepted and ignored), answered with
  * the funnel of services/explain/.
  */
-import { answerShape } from "../services/candidates/answer-shape.js";
 import { Hono } from "hono";
 import type { AppEnv, RouteDeps } from "../http/context.js";
 import { declareRoute } from "../http/routing.js";
-import { explainCandidates } from "../services/explain/service.js";
+import { explainCandidates, explainSource, type Explanation } from "../services/explain/service.js";
 import { candidatesRequest } from "./candidates-request.js";
 
 export function explainRoutes(deps: RouteDeps): Hono<AppEnv> {
@@ -17,9 +16,12 @@ export function explainRoutes(deps: RouteDeps): Hono<AppEnv> {
   declareRoute(app, "/allocation_candidates/explain", {
     GET: async (c) => {
       const { mv, query } = candidatesRequest(c, "placement:allocation_candidates:explain");
-      const e = await explainCandidates(deps.services.candidates, deps.db, query, answerShape(mv));
-      return c.json({ allocation_requests: e.allocationRequests, groups: e.groups, trees: e.trees, nearest: e.nearest });
+      const e = await explainCandidates(explainSource(deps.services.candidates, mv), deps.db, query);
+      return c.json(explanationBody(e));
     },
   }, { getSince: "1.10" });
   return app;
 }
+
+/** The answer's JSON (also what `placement explain --json` prints). */
+export const explanationBody = (e: Explanation) => ({ allocation_requests: e.allocationRequests, groups: e.groups, trees: e.trees, nearest: e.nearest });

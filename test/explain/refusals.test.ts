@@ -146,6 +146,20 @@ describe("the answer", () => {
     expect(() => EXPLAIN.parse(all.body)).not.toThrow();
   });
 
+  it("sees a write committed before it, as the candidates route does", async () => {
+    const fresh = custom("FRESH");
+    const host = await d.provider({ inventory: { [fresh]: 8 }, traits: [fresh] });
+    // Every other provider fails both filters: the host is the nearest miss.
+    const query = `resources=${fresh}:4&required=${fresh}`;
+    const before = await explain(query);
+    expect(before.body.groups[0].filters[0].remaining).toBe(1);
+    await d.allocate(host, fresh, 5);
+    const after = await explain(query);
+    expect(after.body.allocation_requests).toBe(0);
+    expect(after.body.groups[0].filters[0].remaining).toBe(0);
+    expect(after.body.nearest[0]).toEqual({ uuid: host.uuid, name: host.name, short: [`${fresh}: 4 asked, 3 free of 8`] });
+  });
+
   it("is the same from a copy made for the request when the cloud is too large for the service's copy", async () => {
     const small = t.requestVia({ view: { maxProviders: 1, maxTreeProviders: 1 } });
     for (const query of [`resources=${cls}:3&required=${trait}&member_of=${agg}`, `resources=${cls}:1&member_of=${randomUUID()}`]) {

@@ -3,13 +3,13 @@
  * the configured database, as a funnel table (or JSON with --json), for an
  * operator asking why a request found no host (docs/explain.md).
  */
-import { answerShape } from "../../services/candidates/answer-shape.js";
 import type { Command } from "commander";
 import { placementErrorFor } from "../../http/error-table.js";
 import { parseMicroversion } from "../../http/microversion.js";
 import { parseCandidatesQuery } from "../../query/request-groups.js";
 import { CandidatesService } from "../../services/candidates/service.js";
-import { explainCandidates, type Explanation } from "../../services/explain/service.js";
+import { explainCandidates, explainSource, type Explanation } from "../../services/explain/service.js";
+import { explanationBody } from "../../routes/explain.js";
 import type { Cli } from "../context.js";
 import { ExitCode, UsageError } from "../exit-codes.js";
 
@@ -56,8 +56,8 @@ export function register(program: Command, cli: Cli): void {
         const query = refusedAsUsage(() => parseCandidatesQuery(pairs, mv));
         return cli.withDatabase(async (database) => {
           const service = new CandidatesService(database.db, cli.settings());
-          const e = await explainCandidates(service, database.db, query, answerShape(mv)).catch(asUsage);
-          if (options.json) cli.print({ allocation_requests: e.allocationRequests, groups: e.groups, trees: e.trees, nearest: e.nearest }, true, () => "");
+          const e = await explainCandidates(explainSource(service, mv), database.db, query).catch(asUsage);
+          if (options.json) cli.print(explanationBody(e), true, () => "");
           else cli.print(e, false, funnelText);
           return ExitCode.OK;
         });

@@ -13,19 +13,14 @@
  * fails it.
  */
 import type { RequestGroup } from "../../query/request-groups.js";
-import type { IdsByName, TreeInventory } from "../candidates/sql.js";
+import type { TreeMember } from "../candidates/cloud-trees.js";
+import type { ViewRead } from "../candidates/cloud-view.js";
 import { canTake, hasRoomFor, type Room } from "../rules/capacity.js";
 import { allows } from "../rules/memberships.js";
 import { inTree } from "../rules/trees.js";
 
 /** What a filter reads of a provider (a provider of the cloud view's copy). */
-export interface JudgedProvider {
-  id: number;
-  rootId: number;
-  inventories: readonly TreeInventory[];
-  traits: ReadonlySet<number>;
-  aggregates: ReadonlySet<number>;
-}
+export type JudgedProvider = Pick<TreeMember, "id" | "rootId" | "inventories" | "traits" | "aggregates">;
 
 export interface ProviderFilter {
   /** The constraint as the query wrote it, e.g. `resources1:VCPU:4`, `required:!CUSTOM_X`, `member_of:in:<uuid>,<uuid>`. */
@@ -36,7 +31,7 @@ export interface ProviderFilter {
 }
 
 /** The filters of `group`, in funnel order, with the ids of `names` (the view's lookup of the request's names). */
-export function groupFilters(group: RequestGroup, names: Pick<IdsByName, "resourceClasses" | "traits" | "aggregates">, rootOfUuid: (uuid: string) => number | undefined): ProviderFilter[] {
+export function groupFilters(group: RequestGroup, names: Pick<ViewRead["names"], "resourceClasses" | "traits" | "aggregates">, rootOfUuid: (uuid: string) => number | undefined): ProviderFilter[] {
   const s = group.suffix;
   const traitIds = (list: Iterable<string>) => [...list].flatMap((t) => names.traits.get(t) ?? []);
   const aggregateIds = (list: Iterable<string>) => [...list].flatMap((a) => names.aggregates.get(a) ?? []);
@@ -46,36 +41,36 @@ export function groupFilters(group: RequestGroup, names: Pick<IdsByName, "resour
 
   const required = group.traits.required;
   for (const list of required.filter((l) => l.length === 1)) {
-    const anyOf = [traitIds(list)];
-    out.push({ filter: `required${s}:${list[0]}`, passes: (p) => allows(p.traits, { anyOf, forbidden: [] }), short: () => `lacks trait ${list[0]}` });
+    const e = { anyOf: [traitIds(list)], forbidden: [] };
+    out.push({ filter: `required${s}:${list[0]}`, passes: (p) => allows(p.traits, e), short: () => `lacks trait ${list[0]}` });
   }
   for (const trait of group.traits.forbidden) {
-    const forbidden = traitIds([trait]);
-    out.push({ filter: `required${s}:!${trait}`, passes: (p) => allows(p.traits, { anyOf: [], forbidden }), short: () => `has forbidden trait ${trait}` });
+    const e = { anyOf: [], forbidden: traitIds([trait]) };
+    out.push({ filter: `required${s}:!${trait}`, passes: (p) => allows(p.traits, e), short: () => `has forbidden trait ${trait}` });
   }
   for (const list of required.filter((l) => l.length > 1)) {
-    const anyOf = [traitIds(list)];
+    const e = { anyOf: [traitIds(list)], forbidden: [] };
     out.push({
       filter: `required${s}:in:${list.join(",")}`,
-      passes: (p) => allows(p.traits, { anyOf, forbidden: [] }),
+      passes: (p) => allows(p.traits, e),
       short: () => `lacks every trait of ${list.join(", ")}`,
     });
   }
 
   for (const list of group.aggregates.memberOf) {
-    const anyOf = [aggregateIds(list)];
+    const e = { anyOf: [aggregateIds(list)], forbidden: [] };
     const one = list.length === 1;
     out.push({
       filter: `member_of${s}:${one ? "" : "in:"}${list.join(",")}`,
-      passes: (p) => allows(p.aggregates, { anyOf, forbidden: [] }),
+      passes: (p) => allows(p.aggregates, e),
       short: () => (one ? `not in aggregate ${list[0]}` : `in none of aggregates ${list.join(", ")}`),
     });
   }
   for (const aggregate of group.aggregates.forbidden) {
-    const forbidden = aggregateIds([aggregate]);
+    const e = { anyOf: [], forbidden: aggregateIds([aggregate]) };
     out.push({
       filter: `member_of${s}:!${aggregate}`,
-      passes: (p) => allows(p.aggregates, { anyOf: [], forbidden }),
+      passes: (p) => allows(p.aggregates, e),
       short: () => `in forbidden aggregate ${aggregate}`,
     });
   }
@@ -90,7 +85,11 @@ export function groupFilters(group: RequestGroup, names: Pick<IdsByName, "resour
 }
 
 function resourceFilter(filter: string, rc: string, classId: number | undefined, amount: number): ProviderFilter {
-  const inventoryOf = (p: JudgedProvider) => p.inventories.find((inv) => inv.resourceClassId === classId);
+  // A loop, not find() with an arrow: this runs for every provider of the cloud.
+  const inventoryOf = (p: JudgedProvider) => {
+    for (const inv of p.inventories) if (inv.resourceClassId === classId) return inv;
+    return undefined;
+  };
   return {
     filter,
     passes: (p) => {

@@ -22,11 +22,13 @@
  * copy made for this one request and dropped after it: an operator's
  * question, asked rarely, may cost that memory for its duration.
  */
-import type { AnswerShape } from "../candidates/answer-shape.js";
+import { answerShape } from "../candidates/answer-shape.js";
 import { sql } from "drizzle-orm";
 import type { Db } from "../../db/database.js";
+import type { Microversion } from "../../http/microversion.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
-import { CloudView, type ViewProvider, type ViewRead } from "../candidates/cloud-view.js";
+import { CloudView, type ViewNames, type ViewRead } from "../candidates/cloud-view.js";
+import type { TreeMember } from "../candidates/cloud-trees.js";
 import type { Candidate } from "../candidates/combine.js";
 import type { FlatAnswer } from "../candidates/flat-answer.js";
 import type { NamesById } from "../candidates/generate.js";
@@ -70,26 +72,41 @@ export const NEAREST = 5;
 export const ONE_TREE = "every group on one tree";
 export const ONE_TREE_SHARING = "every group on one tree or the sharing providers of its aggregates";
 
-/** Explains `query` for an answer of `shape` (the request's microversion), from the cloud `candidates` answers from. */
-export async function explainCandidates(candidates: CandidatesAnswerer, db: Db, query: CandidatesQuery, shape: AnswerShape): Promise<Explanation> {
+/**
+ * What an explanation reads: the candidates service's answer at the
+ * request's microversion, and the cloud view it answers from
+ * (CandidatesService.readView).
+ */
+export interface ExplainSource {
+  answer(query: CandidatesQuery, sink: CandidatesSink): Promise<unknown>;
+  readView<T>(wanted: ViewNames, use: (read: ViewRead) => T): Promise<T | undefined>;
+}
+
+/** The source of explanations at the request's microversion `mv`, from the candidates service (or the replica router) `candidates`. */
+export function explainSource(candidates: CandidatesAnswerer, mv: Microversion): ExplainSource {
+  const shape = answerShape(mv);
+  return { answer: (query, sink) => candidates.answer(query, shape, sink), readView: (wanted, use) => candidates.readView(wanted, use) };
+}
+
+/** Explains `query` from `source`; `db` names the near misses (and reads a cloud too large for the view's copy). */
+export async function explainCandidates(source: ExplainSource, db: Db, query: CandidatesQuery): Promise<Explanation> {
   const whole: CandidatesQuery = { groups: query.groups, params: { ...query.params, limit: undefined } };
   // First, so a query the candidates service refuses is refused here with the same error.
-  const answer = await countCandidates(candidates, whole, shape);
-  const judged = (await candidates.readView(viewNames(whole), (read) => judge(read, whole))) ?? (await judgeWholeCloud(db, whole));
+  const answer = await countCandidates(source, whole);
+  // A tree that anchors a candidate, or a provider that serves one (a sharing provider), is no miss.
+  const served = (rootUuid: string) => answer.roots.has(rootUuid) || answer.used.has(rootUuid);
+  const judged = (await source.readView(viewNames(whole), (read) => judge(read, whole, served))) ?? (await judgeWholeCloud(db, whole, served));
 
   const stages = treeStages(whole, judged.sharing);
   const roots: Array<ReadonlySet<string>> = [];
   for (const [i, stage] of stages.entries()) {
     if (i === stages.length - 1) roots.push(answer.roots);
     // A name the database does not know: no stage has a candidate (and the service may refuse a stage's query).
-    else roots.push(judged.namesKnown ? (await countCandidates(candidates, stage.query, shape)).roots : new Set());
+    else roots.push(judged.namesKnown ? (await countCandidates(source, stage.query)).roots : new Set());
   }
   const trees = stages.map((s, i) => ({ constraint: s.constraint, remaining: roots[i].size }));
 
-  // A tree that anchors a candidate, or a provider that serves one (a sharing provider), is no miss.
-  const misses = judged.trees.filter((t) => !answer.roots.has(t.uuid) && !answer.used.has(t.uuid));
-  misses.sort((a, b) => a.shortfalls - b.shortfalls || a.id - b.id);
-  const nearest = misses.slice(0, NEAREST).map((t) => ({ uuid: t.uuid, short: shortfallsOf(t, judged.filters, whole) }));
+  const nearest = judged.nearest.map((t) => ({ uuid: t.uuid, short: shortfallsOf(t, judged.filters, whole) }));
   const names = await providerNames(db, nearest.flatMap((t) => [t.uuid, ...t.short.flatMap((s) => s.on ?? [])]));
   const several = whole.groups.length > 1;
   return {
@@ -115,12 +132,12 @@ interface Count {
   count: number;
   /** Uuids of the roots of the trees the candidates are anchored on. */
   roots: Set<string>;
-  /** Uuids of the providers the candidates take resources from or map a group to. */
+  /** Uuids of the providers the candidates take resources from or map a group to (but for a flat answer's, all in `roots`). */
   used: Set<string>;
 }
 
 /** Runs the candidates service on `query` into a sink that only counts. */
-async function countCandidates(candidates: CandidatesAnswerer, query: CandidatesQuery, shape: AnswerShape): Promise<Count> {
+async function countCandidates(source: ExplainSource, query: CandidatesQuery): Promise<Count> {
   const out: Count = { count: 0, roots: new Set(), used: new Set() };
   const sink: CandidatesSink = {
     // Called unbound (the engine takes it as a callback).
@@ -133,11 +150,8 @@ async function countCandidates(candidates: CandidatesAnswerer, query: Candidates
     end: () => undefined,
     flat: (answer: FlatAnswer) => {
       out.count += answer.anchors.length;
-      // On a flat cloud every provider is a tree of its own.
-      for (const a of answer.anchors) {
-        out.roots.add(a.details.uuid);
-        out.used.add(a.details.uuid);
-      }
+      // On a flat cloud every provider is a tree of its own, and serves only the candidate anchored on it.
+      for (const a of answer.anchors) out.roots.add(a.details.uuid);
     },
     discard: () => {
       out.count = 0;
@@ -146,7 +160,7 @@ async function countCandidates(candidates: CandidatesAnswerer, query: Candidates
       return true;
     },
   };
-  await candidates.answer(query, shape, sink);
+  await source.answer(query, sink);
   return out;
 }
 
@@ -155,9 +169,9 @@ interface JudgedTree {
   id: number;
   /** The root's uuid. */
   uuid: string;
-  root: ViewProvider;
+  root: TreeMember;
   /** For each group, the tree's provider that fails the fewest of its filters (the first in id order among equals). */
-  closest: ViewProvider[];
+  closest: TreeMember[];
   /** How many filters those providers fail, all groups together. */
   shortfalls: number;
 }
@@ -166,53 +180,69 @@ interface Judged {
   groups: GroupFunnel[];
   /** Each group's filters (filters.ts), in funnel order. */
   filters: ProviderFilter[][];
-  trees: JudgedTree[];
+  /** The trees closest to anchoring a candidate (fewest shortfalls, then root id), at most NEAREST. */
+  nearest: JudgedTree[];
   sharing: boolean;
   namesKnown: boolean;
 }
 
 /**
- * The group funnels, and how short each tree falls, at the one state of the
- * view `read` shows. Each filter judges one provider (filters.ts); a tree
- * is as short of serving a group as its provider that fails the fewest of
- * the group's filters. Only counts are kept here: the reasons are worded for
- * the few near misses alone (shortfallsOf), not for every tree of the cloud.
+ * The group funnels, and the trees that come closest to anchoring a
+ * candidate among those `served` does not rule out, at the one state of the
+ * view `read` shows. Each filter judges one provider (filters.ts); a tree is
+ * as short of serving a group as its provider that fails the fewest of the
+ * group's filters. Only counts are kept for the other trees: the reasons are
+ * worded for the few near misses alone (shortfallsOf).
  */
-function judge(read: ViewRead, query: CandidatesQuery): Judged {
+function judge(read: ViewRead, query: CandidatesQuery, served: (rootUuid: string) => boolean): Judged {
   const rootOfUuid = (uuid: string) => read.byUuid.get(uuid)?.rootId;
   const filters = query.groups.map((g) => groupFilters(g, read.names, rootOfUuid));
 
   // remaining[g][i]: providers passing filters 0..i of group g, counted from each provider's first failure.
   const remaining = filters.map((f) => new Array<number>(f.length).fill(0));
   const passing = filters.map(() => 0);
-  const trees = new Map<number, { root?: ViewProvider; closest: ViewProvider[]; fewest: number[] }>();
-  let sharing = false;
-  for (const p of read.byUuid.values()) {
-    if (p.shares) sharing = true;
-    let tree = trees.get(p.rootId);
-    if (!tree) trees.set(p.rootId, (tree = { closest: [], fewest: filters.map(() => Infinity) }));
-    if (p.id === p.rootId) tree.root = p;
+  const nearest: JudgedTree[] = [];
+  const closer = (shortfalls: number, id: number, than: JudgedTree) => shortfalls - than.shortfalls || id - than.id;
+  // Reused for every tree, copied for the few kept: a cloud has as many trees as providers when it is flat.
+  const closest: TreeMember[] = [];
+  const judgeTree = (root: TreeMember, members: readonly TreeMember[]) => {
+    let shortfalls = 0;
     for (let g = 0; g < filters.length; g++) {
       const list = filters[g];
-      let first = list.length;
-      let failed = 0;
-      for (let i = 0; i < list.length; i++) {
-        if (list[i].passes(p)) continue;
-        if (failed++ === 0) first = i;
+      let fewest = Infinity;
+      for (const p of members) {
+        let first = list.length;
+        let failed = 0;
+        for (let i = 0; i < list.length; i++) {
+          if (list[i].passes(p)) continue;
+          if (failed++ === 0) first = i;
+        }
+        for (let i = 0; i < first; i++) remaining[g][i]++;
+        if (failed === 0) passing[g]++;
+        // Members come in id order: the first of the closest stands for the tree.
+        if (failed < fewest) {
+          fewest = failed;
+          closest[g] = p;
+        }
       }
-      for (let i = 0; i < first; i++) remaining[g][i]++;
-      if (failed === 0) passing[g]++;
-      if (failed < tree.fewest[g] || (failed === tree.fewest[g] && p.id < tree.closest[g].id)) {
-        tree.fewest[g] = failed;
-        tree.closest[g] = p;
-      }
+      shortfalls += fewest;
     }
-  }
-  const judged: JudgedTree[] = [];
-  // A provider without a root (or whose root is gone) is in no tree: no candidate can use it.
-  for (const { root, closest, fewest } of trees.values()) {
-    if (root) judged.push({ id: root.id, uuid: root.uuid, root, closest, shortfalls: fewest.reduce((a, b) => a + b, 0) });
-  }
+    // Kept in order as the trees go by; the cheap comparison first, the lookup in the answer only for a tree that would be kept.
+    if (nearest.length === NEAREST && closer(shortfalls, root.id, nearest[NEAREST - 1]) >= 0) return;
+    if (served(root.uuid)) return;
+    let at = nearest.length;
+    while (at > 0 && closer(shortfalls, root.id, nearest[at - 1]) < 0) at--;
+    nearest.splice(at, 0, { id: root.id, uuid: root.uuid, root, closest: closest.slice(0, filters.length), shortfalls });
+    if (nearest.length > NEAREST) nearest.pop();
+  };
+  // A flat cloud's providers are each a tree; otherwise the copy's trees (a provider without a root is in none).
+  const one: TreeMember[] = [];
+  if (read.flat) {
+    for (const p of read.providers) {
+      one[0] = p;
+      judgeTree(p, one);
+    }
+  } else for (const t of read.trees().list) judgeTree(t.members.find((m) => m.id === t.rootId)!, t.members);
   return {
     groups: query.groups.map((g, i) => ({
       suffix: g.suffix,
@@ -220,8 +250,8 @@ function judge(read: ViewRead, query: CandidatesQuery): Judged {
       providers: passing[i],
     })),
     filters,
-    trees: judged,
-    sharing,
+    nearest,
+    sharing: read.names.hasSharing,
     namesKnown: namesKnown(query, read.names),
   };
 }
@@ -249,9 +279,9 @@ const groupName = (suffix: string) => (suffix === "" ? "unsuffixed group" : `gro
 const NO_BOUND = 2 ** 31 - 1;
 
 /** judge() over a copy of the whole cloud made for this request (the service keeps none of a cloud this large). */
-async function judgeWholeCloud(db: Db, query: CandidatesQuery): Promise<Judged> {
+async function judgeWholeCloud(db: Db, query: CandidatesQuery, served: (rootUuid: string) => boolean): Promise<Judged> {
   const once = new CloudView(db, { namedStatements: false, maxProviders: NO_BOUND, maxTreeProviders: NO_BOUND });
-  const judged = await once.read(viewNames(query), (read) => judge(read, query));
+  const judged = await once.read(viewNames(query), (read) => judge(read, query, served));
   if (!judged) throw new Error("a cloud view without bounds declined to copy the cloud");
   return judged;
 }
