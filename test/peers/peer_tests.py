@@ -6,12 +6,18 @@
 osc-placement's and Nova's functional tests start Placement in process
 through placement.tests.functional.fixtures.placement.PlacementFixture (Nova's
 own PlacementFixture is a subclass that points Nova's report client at it).
-Before any test is loaded, that fixture's setUp is replaced by one that sets
-the endpoint to --url and empties the server through its API, so each test
-starts on a server as empty as the fresh in-memory database it expects.
-openstacksdk's functional tests read clouds.yaml: one is written naming the
-server as the placement endpoint and saying there is no compute or image
-service.
+Once the tests are loaded and before any runs, that fixture's setUp is
+replaced by one that sets the endpoint to --url and empties the server
+through its API, so each test starts on a server as empty as the fresh
+in-memory database it expects. openstacksdk's functional tests read
+clouds.yaml: one is written naming the server as the placement endpoint and
+saying there is no compute, image, network or volume service. The tests'
+own code is not touched; docs/peers.md says what else is adjusted and why
+(one connection per request, where Nova finds its API pipeline).
+
+    peer_tests.py --list MODULE...
+
+prints the ids of the tests the modules hold, for the pinned lists.
 
 Prints one JSON object per test on stdout as it finishes:
 {"id": ..., "status": "passed" | "failed" | "skipped", "seconds": ..., "details": traceback or skip reason}
@@ -243,7 +249,8 @@ def main():
                         help='print the ids of the tests in the named '
                              'modules instead of running them')
     parser.add_argument('ids', nargs='+',
-                        help='test ids (module.Class.test) or modules')
+                        help='test ids (module.Class.test); modules with '
+                             '--list')
     args = parser.parse_args()
     os.environ['OS_CLIENT_CONFIG_FILE'] = write_clouds_yaml(
         args.url or 'http://127.0.0.1:1',

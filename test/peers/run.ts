@@ -94,7 +94,7 @@ function missingFor(suite: Suite): string | undefined {
 }
 
 /** Runs the ids on one server; resolves with the outcomes reported before the harness ended or was stopped. */
-function runHarness(server: RunningServer, ids: string[], logFile: string, timeoutMs: number): Promise<{ outcomes: Outcome[]; ended: string }> {
+function runHarness(label: string, server: RunningServer, ids: string[], logFile: string, timeoutMs: number): Promise<{ outcomes: Outcome[]; ended: string }> {
   return new Promise((resolve, reject) => {
     const env = { ...process.env, OS_TEST_TIMEOUT: values["test-timeout"], PYTHONDONTWRITEBYTECODE: "1" };
     const child = spawn(PYTHON, [HARNESS, "--url", server.baseUrl, ...ids], { env, stdio: ["ignore", "pipe", "pipe"], detached: true });
@@ -106,7 +106,12 @@ function runHarness(server: RunningServer, ids: string[], logFile: string, timeo
       pending += chunk.toString();
       const lines = pending.split("\n");
       pending = lines.pop() ?? "";
-      for (const line of lines) if (line.trim()) outcomes.push(JSON.parse(line) as Outcome);
+      for (const line of lines) {
+        if (!line.trim()) continue;
+        outcomes.push(JSON.parse(line) as Outcome);
+        // A line now and then, so a long suite is seen to move.
+        if (outcomes.length % 25 === 0) console.log(`  ${label}: ${outcomes.length} of ${ids.length} run`);
+      }
     });
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -184,8 +189,8 @@ async function main(): Promise<number> {
       const timeoutMs = Number(values["suite-timeout"]) * 60_000;
       // Both servers at once: the suite's own work (Nova's services in process) costs more than either server.
       const [theirs, mine] = await Promise.all([
-        runHarness(reference, ids, path.join(logs, `${suite.name}-reference.log`), timeoutMs),
-        runHarness(ours, ids, path.join(logs, `${suite.name}-ours.log`), timeoutMs),
+        runHarness(`${suite.name} on the reference`, reference, ids, path.join(logs, `${suite.name}-reference.log`), timeoutMs),
+        runHarness(`${suite.name} on ours`, ours, ids, path.join(logs, `${suite.name}-ours.log`), timeoutMs),
       ]);
       const verdict = judgeSuite(pinned, theirs.outcomes, mine.outcomes);
       report(suite, verdict, pinned.length, { reference: theirs.ended, ours: mine.ended });
