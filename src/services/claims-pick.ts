@@ -1,21 +1,21 @@
 /**
- * The pure half of POST /claims: which of the engine's candidates to try
+ * The pure half of POST /claims: which of the answer's candidates to try
  * first, and which still fit after some were claimed. No database here; the
  * order only decides what is tried first, the locked capacity check of the
  * allocation write service decides what is taken.
  */
+import type { InventoryRoom } from "./candidates/collecting-sink.js";
 import { shuffle, type Candidate } from "./candidates/combine.js";
-import type { ProviderSummary } from "./candidates/engine.js";
 
 export const PICKS = ["pack", "spread", "random", "first"] as const;
 /**
  * pack: fullest providers first (fills hosts before opening new ones, as
  * Nova's negative RAM weigher); spread: emptiest first; random: any order;
- * first: the engine's order (provider id, as GET /allocation_candidates).
+ * first: the answer's order (provider id, as GET /allocation_candidates).
  */
 export type PickPolicy = (typeof PICKS)[number];
 
-/** Capacity and usage of one provider and class, as the engine read them. */
+/** Capacity and usage of one provider and class, as the answer read them. */
 interface Room {
   capacity: number;
   used: number;
@@ -32,17 +32,15 @@ export class CandidateView {
 
   constructor(
     readonly candidates: readonly Candidate[],
-    summaries: readonly ProviderSummary[],
+    rooms: readonly InventoryRoom[],
     private readonly pick: PickPolicy,
     random: () => number = Math.random,
   ) {
-    for (const s of summaries) {
-      for (const inv of s.inventories) this.room.set(key(inv.providerId, inv.resourceClassId), { capacity: inv.capacity, used: inv.used });
-    }
+    for (const inv of rooms) this.room.set(key(inv.providerId, inv.resourceClassId), { capacity: inv.capacity, used: inv.used });
     this.randomOrder = new Map(shuffle([...candidates], random).map((c, i) => [c, i]));
   }
 
-  /** Whether the candidate fits on the usage known now (amounts already passed the engine's unit checks). */
+  /** Whether the candidate fits on the usage known now (amounts already passed the answer's unit checks). */
   fits(c: Candidate): boolean {
     if (this.refused.has(c)) return false;
     return c.resources.every((r) => {
@@ -51,7 +49,7 @@ export class CandidateView {
     });
   }
 
-  /** The candidates that fit, best first for the pick (ties keep the engine's order). */
+  /** The candidates that fit, best first for the pick (ties keep the answer's order). */
   ordered(): Candidate[] {
     const fitting = this.candidates.filter((c) => this.fits(c));
     if (this.pick === "first") return fitting;
