@@ -32,7 +32,11 @@
  *
  * Throughput under contention: the first pass locks with SKIP LOCKED, so K
  * claimers packing the same hosts do not queue on the hottest row: each
- * takes the best candidate nobody else is writing right now. Candidates
+ * takes the best candidate nobody else is writing right now. Candidates on
+ * one provider each (all of a flat cloud's) are locked by one statement that
+ * returns the first of their providers free of other writers (ORDER BY the
+ * preference, LIMIT 1, SKIP LOCKED), so finding a free host among busy ones
+ * costs one round trip, not one per busy host. Candidates
  * skipped as busy are tried again in a second pass that waits for the lock,
  * so a claim is refused only when every candidate was checked under its
  * locks and did not fit (no 409 while a fitting candidate existed).
@@ -219,7 +223,10 @@ type Attempt = "claimed" | "busy" | "refused";
 /**
  * One consumer: every candidate that fits on what was read, best first, with
  * SKIP LOCKED; then those that were busy, waiting for their locks where the
- * lock order allows (see the header).
+ * lock order allows (see the header). A run of candidates on one provider
+ * each (every candidate of a flat cloud) is locked by one statement that
+ * takes the first of their providers nobody else holds, so K claimers packing
+ * the same hosts pay one round trip, not one per busy host, to find a free one.
  */
 async function placeOne(
   tx: Tx,
@@ -237,10 +244,20 @@ async function placeOne(
     }
     return a === "claimed";
   };
-  for (const c of view.ordered()) {
-    const a = await attempt(tx, found, consumer, c, "skip", held);
-    if (outcome(c, a)) return { candidate: c, stale };
-    if (a === "busy") busy.push(c);
+  const ordered = view.ordered();
+  for (let i = 0; i < ordered.length; ) {
+    let end = i;
+    while (end < ordered.length && onOneProvider(ordered[end])) end++;
+    if (end === i) {
+      const c = ordered[i++];
+      const a = await attempt(tx, found, consumer, c, "skip", held);
+      if (outcome(c, a)) return { candidate: c, stale };
+      if (a === "busy") busy.push(c);
+      continue;
+    }
+    const taken = await firstFree(tx, found, consumer, ordered.slice(i, end), held, busy, outcome);
+    if (taken) return { candidate: taken, stale };
+    i = end;
   }
   let mustRestart = false;
   for (const c of busy) {
@@ -254,22 +271,72 @@ async function placeOne(
   return { stale };
 }
 
+const onOneProvider = (c: Candidate): boolean => c.resources.length > 0 && c.resources.every((r) => r.providerId === c.resources[0].providerId);
+const providerOf = (c: Candidate): number => c.resources[0].providerId;
+
 /**
- * Locks the candidate's providers, then writes the consumer's allocation if
- * it fits under the locks: two statements, and neither leaves the
- * transaction unusable when the candidate is busy or no longer fits.
+ * Candidates on one provider each, best first: lock the first of their
+ * providers that nobody else holds (one statement; SKIP LOCKED, so it never
+ * waits), try its candidates, and go on past it while none fits. Those whose
+ * provider was skipped as held by another writer go to `busy`.
  */
+async function firstFree(
+  tx: Tx,
+  found: CollectedAnswer,
+  consumer: LockedConsumer,
+  run: Candidate[],
+  held: Held,
+  busy: Candidate[],
+  outcome: (c: Candidate, a: Attempt) => boolean,
+): Promise<Candidate | undefined> {
+  let rest = run;
+  while (rest.length > 0) {
+    const ids = [...new Set(rest.map(providerOf))];
+    // Rows this transaction holds already are not skipped: they come back first if they come first.
+    const res = await executePrepared<{ id: number; generation: number }>(tx, sql`
+      SELECT id, generation FROM resource_providers WHERE id = ANY(${sql.param(ids)}::int[])
+      ORDER BY array_position(${sql.param(ids)}::int[], id) LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`);
+    const row = res.rows[0];
+    if (!row) {
+      busy.push(...rest);
+      return undefined;
+    }
+    heldNow(held, res.rows);
+    const skipped = new Set(ids.slice(0, ids.indexOf(row.id)));
+    busy.push(...rest.filter((c) => skipped.has(providerOf(c))));
+    for (const c of rest.filter((c) => providerOf(c) === row.id)) {
+      if (outcome(c, await write(tx, found, consumer, c, [row.id], held))) return c;
+    }
+    rest = rest.filter((c) => !skipped.has(providerOf(c)) && providerOf(c) !== row.id);
+  }
+  return undefined;
+}
+
+/** Locks the candidate's providers (all of them, in id order), then writes it if it fits under the locks. */
 async function attempt(tx: Tx, found: CollectedAnswer, consumer: LockedConsumer, c: Candidate, lock: "skip" | "wait", held: Held): Promise<Attempt> {
   const providerIds = [...new Set(c.resources.map((r) => r.providerId))];
   const res = await executePrepared<{ id: number; generation: number }>(tx, sql`
     SELECT id, generation FROM resource_providers WHERE id = ANY(${sql.param(providerIds)}::int[])
     ORDER BY id FOR NO KEY UPDATE ${lock === "skip" ? sql`SKIP LOCKED` : sql``}`);
-  for (const row of res.rows) {
+  heldNow(held, res.rows);
+  // Waiting, a missing row is a provider deleted since the answer: this candidate no longer fits.
+  if (res.rows.length < providerIds.length) return lock === "wait" ? "refused" : "busy";
+  return write(tx, found, consumer, c, providerIds, held);
+}
+
+function heldNow(held: Held, rows: ReadonlyArray<{ id: number; generation: number }>): void {
+  for (const row of rows) {
     held.generations.set(row.id, row.generation);
     held.highest = Math.max(held.highest, row.id);
   }
-  // Waiting, a missing row is a provider deleted since the answer: this candidate no longer fits.
-  if (res.rows.length < providerIds.length) return lock === "wait" ? "refused" : "busy";
+}
+
+/**
+ * The consumer's allocation of `c`, whose providers this transaction holds:
+ * one statement, which writes nothing when `c` no longer fits, so neither
+ * outcome leaves the transaction unusable.
+ */
+async function write(tx: Tx, found: CollectedAnswer, consumer: LockedConsumer, c: Candidate, providerIds: number[], held: Held): Promise<Attempt> {
   const classIds = new Map(c.resources.map((r) => [found.resourceClassName(r.resourceClassId), r.resourceClassId]));
   try {
     await writeWithinCapacity(
