@@ -21,42 +21,49 @@ interface Room {
   used: number;
 }
 
-const key = (providerId: number, classId: number) => `${providerId}:${classId}`;
+/** One number per provider and class (class ids stay far below 2^20, provider ids below 2^31: exact in a double). */
+const key = (providerId: number, classId: number) => providerId * 1_048_576 + classId;
 
 /** Candidates with the usage they were found with, kept current as claims are placed. */
 export class CandidateView {
-  private readonly room = new Map<string, Room>();
+  private readonly room = new Map<number, Room>();
   /** Candidates found not to fit when tried under the locks (the read was stale). */
   private readonly refused = new Set<Candidate>();
-  private readonly randomOrder: Map<Candidate, number>;
+  /** pick random: each candidate's place, drawn once so every consumer of a claim sees one order. */
+  private randomOrder: Map<Candidate, number> | undefined;
 
   constructor(
     readonly candidates: readonly Candidate[],
     rooms: readonly InventoryRoom[],
     private readonly pick: PickPolicy,
-    random: () => number = Math.random,
+    private readonly random: () => number = Math.random,
   ) {
     for (const inv of rooms) this.room.set(key(inv.providerId, inv.resourceClassId), { capacity: inv.capacity, used: inv.used });
-    this.randomOrder = new Map(shuffle([...candidates], random).map((c, i) => [c, i]));
   }
 
   /** Whether the candidate fits on the usage known now (amounts already passed the answer's unit checks). */
   fits(c: Candidate): boolean {
     if (this.refused.has(c)) return false;
-    return c.resources.every((r) => {
+    for (const r of c.resources) {
       const room = this.room.get(key(r.providerId, r.resourceClassId));
-      return room !== undefined && room.used + r.amount <= room.capacity;
-    });
+      if (room === undefined || room.used + r.amount > room.capacity) return false;
+    }
+    return true;
   }
 
-  /** The candidates that fit, best first for the pick (ties keep the answer's order). */
+  /** The candidates that fit, best first for the pick (ties keep the answer's order: the sort is stable). */
   ordered(): Candidate[] {
     const fitting = this.candidates.filter((c) => this.fits(c));
     if (this.pick === "first") return fitting;
-    if (this.pick === "random") return fitting.sort((a, b) => this.randomOrder.get(a)! - this.randomOrder.get(b)!);
-    const fill = new Map(fitting.map((c) => [c, this.fillAfter(c)]));
+    if (this.pick === "random") {
+      const order = (this.randomOrder ??= new Map(shuffle([...this.candidates], this.random).map((c, i) => [c, i])));
+      return fitting.sort((a, b) => order.get(a)! - order.get(b)!);
+    }
     const sign = this.pick === "pack" ? -1 : 1;
-    return fitting.sort((a, b) => sign * (fill.get(a)! - fill.get(b)!));
+    return fitting
+      .map((c) => ({ c, fill: this.fillAfter(c) }))
+      .sort((a, b) => sign * (a.fill - b.fill))
+      .map((x) => x.c);
   }
 
   /** A claim of `c` was written: its amounts are used now. */
