@@ -271,14 +271,23 @@ async function placeOne(
   return { stale };
 }
 
+/**
+ * Providers offered to one first-free statement: enough that K claimers
+ * packing the same hosts find a free one in one round trip, few enough that
+ * ordering them by their place in the list (array_position, linear in the
+ * list) stays cheap on an answer of a thousand hosts.
+ */
+const FIRST_FREE_BATCH = 32;
+
 const onOneProvider = (c: Candidate): boolean => c.resources.length > 0 && c.resources.every((r) => r.providerId === c.resources[0].providerId);
 const providerOf = (c: Candidate): number => c.resources[0].providerId;
 
 /**
  * Candidates on one provider each, best first: lock the first of their
- * providers that nobody else holds (one statement; SKIP LOCKED, so it never
- * waits), try its candidates, and go on past it while none fits. Those whose
- * provider was skipped as held by another writer go to `busy`.
+ * providers that nobody else holds (one statement per FIRST_FREE_BATCH
+ * providers; SKIP LOCKED, so it never waits), try its candidates, and go on
+ * past it while none fits. Those whose provider was skipped as held by
+ * another writer go to `busy`.
  */
 async function firstFree(
   tx: Tx,
@@ -291,23 +300,21 @@ async function firstFree(
 ): Promise<Candidate | undefined> {
   let rest = run;
   while (rest.length > 0) {
-    const ids = [...new Set(rest.map(providerOf))];
+    const ids = [...new Set(rest.map(providerOf))].slice(0, FIRST_FREE_BATCH);
     // Rows this transaction holds already are not skipped: they come back first if they come first.
     const res = await executePrepared<{ id: number; generation: number }>(tx, sql`
       SELECT id, generation FROM resource_providers WHERE id = ANY(${sql.param(ids)}::int[])
       ORDER BY array_position(${sql.param(ids)}::int[], id) LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`);
     const row = res.rows[0];
-    if (!row) {
-      busy.push(...rest);
-      return undefined;
-    }
     heldNow(held, res.rows);
-    const skipped = new Set(ids.slice(0, ids.indexOf(row.id)));
+    const skipped = new Set(row ? ids.slice(0, ids.indexOf(row.id)) : ids);
     busy.push(...rest.filter((c) => skipped.has(providerOf(c))));
-    for (const c of rest.filter((c) => providerOf(c) === row.id)) {
-      if (outcome(c, await write(tx, found, consumer, c, [row.id], held))) return c;
+    if (row) {
+      for (const c of rest.filter((c) => providerOf(c) === row.id)) {
+        if (outcome(c, await write(tx, found, consumer, c, [row.id], held))) return c;
+      }
     }
-    rest = rest.filter((c) => !skipped.has(providerOf(c)) && providerOf(c) !== row.id);
+    rest = rest.filter((c) => !skipped.has(providerOf(c)) && providerOf(c) !== row?.id);
   }
   return undefined;
 }
