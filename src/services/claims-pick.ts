@@ -29,8 +29,6 @@ export class CandidateView {
   private readonly room = new Map<number, Room>();
   /** Candidates found not to fit when tried under the locks (the read was stale). */
   private readonly refused = new Set<Candidate>();
-  /** pick random: each candidate's place, drawn once so every consumer of a claim sees one order. */
-  private randomOrder: Map<Candidate, number> | undefined;
 
   constructor(
     readonly candidates: readonly Candidate[],
@@ -55,10 +53,8 @@ export class CandidateView {
   ordered(): Candidate[] {
     const fitting = this.candidates.filter((c) => this.fits(c));
     if (this.pick === "first") return fitting;
-    if (this.pick === "random") {
-      const order = (this.randomOrder ??= new Map(shuffle([...this.candidates], this.random).map((c, i) => [c, i])));
-      return fitting.sort((a, b) => order.get(a)! - order.get(b)!);
-    }
+    // Any order will do, so a fresh one each time: a shuffle is linear, a sort by drawn places was not.
+    if (this.pick === "random") return shuffle(fitting, this.random);
     const sign = this.pick === "pack" ? -1 : 1;
     return fitting
       .map((c) => ({ c, fill: this.fillAfter(c) }))

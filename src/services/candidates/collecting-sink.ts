@@ -51,18 +51,22 @@ export class CollectingSink implements CandidatesSink {
   flat(answer: FlatAnswer): void {
     const classIds = answer.names.resourceClasses;
     const sums = [...classRequests(this.query.groups)].map(([name, r]) => ({ classId: classIds.get(name)!, amount: r.sum }));
+    const single = this.query.groups.length === 1;
     const uuids = new Map<number, string>();
     const rooms: InventoryRoom[] = [];
     for (const a of answer.anchors) {
       uuids.set(a.id, a.details.uuid);
+      const resources = sums.map((s) => ({ providerId: a.id, resourceClassId: s.classId, amount: s.amount }));
+      const providers = [a.id];
       this.candidates.push({
         anchorRootId: a.id,
-        resources: sums.map((s) => ({ providerId: a.id, resourceClassId: s.classId, amount: s.amount })),
+        resources,
+        // One group's resources are the candidate's (a thousand-host answer makes a thousand of each).
         groups: this.query.groups.map((g) => ({
           suffix: g.suffix,
           sameProvider: g.useSameProvider,
-          resources: [...g.resources].map(([name, amount]) => ({ providerId: a.id, resourceClassId: classIds.get(name)!, amount })),
-          providers: [a.id],
+          resources: single ? resources : [...g.resources].map(([name, amount]) => ({ providerId: a.id, resourceClassId: classIds.get(name)!, amount })),
+          providers,
         })),
       });
       for (const s of sums) rooms.push({ providerId: a.id, resourceClassId: s.classId, capacity: pairValue(a.details.inventories, s.classId), used: pairValue(a.used, s.classId) });
