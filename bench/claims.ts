@@ -1,15 +1,26 @@
 /**
- * `npm run bench -- claims [--providers N] [--clients K[,K...]] [--mode M[,M...]] [--cloud flat|aggregate]
- *  [--pick pack|random] [--limit L] [--claims M] [--workers W] [--connections keep-alive,close]`
+ * `npm run bench -- claims [--cloud large|nova|aggregate|flat] [--providers N] [--clients K[,K...]]
+ *  [--mode M[,M...]] [--pick pack|random] [--limit L] [--claims M] [--workers W]
+ *  [--connections keep-alive,close] [--pgbench-seconds S]`
  *
- * K simulated schedulers fill a cloud of N compute nodes (4 VCPU, 8 GiB,
- * 400 GB each; every claim takes 1 VCPU, 2 GiB, 100 GB, so each node holds
- * exactly 4 claims) through the real server over HTTP, until nothing fits.
- * With --cloud aggregate, 50 of the N nodes are in one aggregate and every
- * claim is a large flavour (2 VCPU, 4 GiB, 200 GB: two per node) asked for
- * with member_of, so the schedulers fill those 50 nodes (100 claims).
- * With --claims M the schedulers stop after about M successful claims instead
- * of filling the cloud. Several modes run side by side, interleaved per K:
+ * K simulated schedulers place instances on a cloud through the real server
+ * over HTTP. Without --cloud, the scenes of the claims extension's targets
+ * run in turn, each with the standard loop and POST /claims interleaved per K
+ * on fresh databases of the same cloud, then a pgbench run:
+ *   large      20 nodes (64 VCPU, 256 GiB, 1600 GB) filled with a large flavour (16 VCPU,
+ *              64 GiB, 400 GB: four per node), pick pack, until every scheduler is refused
+ *   nova       1,000 nodes (32 VCPU, 128 GiB, 2000 GB), each instance one of Nova's
+ *              m1 flavours at random, limit 1000, pick random then pack, --claims instances
+ *              (default 400: filling 1,000 nodes is not the point)
+ *   aggregate  1,000 of the large nodes, 50 of them in one aggregate asked for with member_of,
+ *              filled with the large flavour (200 instances)
+ *   pgbench    the physical limit: pgbench with K clients running the write's own transaction
+ *              (create the consumer, lock the provider row, check capacity, insert the
+ *              allocation rows and bump the generations, in the statements POST /claims uses)
+ *              on a cloud that never fills, for --pgbench-seconds (default 5); each scene's
+ *              POST /claims figure at the largest K is printed as a share of its rate
+ * --cloud flat is the older scene: N nodes (4 VCPU, 8 GiB, 400 GB) filled 1 VCPU at a time.
+ * Modes, interleaved per K:
  *   direct      each scheduler claims on a random node not yet known to be full (no query);
  *               with --view shared (default) the K schedulers share what they learn from
  *               409s, as the workers of one scheduler process share its host state; with
@@ -18,33 +29,58 @@
  *   candidates  the standard loop: GET /allocation_candidates?resources=...&limit=L, pick one
  *               (--pick pack: the fullest, as Nova's packing weighers; random: any), PUT it,
  *               and on a 409 start again
- *   claim       POST /claims?resources=...&limit=L with the same pick: select and claim in one
- *               transaction (the extension); a 409 means nothing fits
+ *   claim       POST /claims?resources=...&limit=L with the same pick: select and claim
+ *               (the extension); a 409 means nothing fits
  * --connections: each scheduler's requests over one kept-alive connection (keep-alive), or each
- * request on a connection of its own, closed after it (close: as a client without a pool, or behind
- * a proxy that does not keep connections); a list runs each, interleaved like the modes.
+ * request on a connection of its own, closed after it (close); a list runs each, interleaved like
+ * the modes (default: keep-alive for the scenes, both for --cloud flat).
  * Prints claims per second, 409s per successful claim (for claim: 409s answered before the last
  * successful claim was sent, i.e. while there was still room), p50/p99 latency of a successful
- * claim (from its scheduler's first request for it), and the invariant check read from the tables
- * (nothing over capacity, the cloud exactly full, one allocation set per successful claim). Not a
- * test: it asserts nothing about time. Needs PostgreSQL at DATABASE_URL (default: the local postgres
- * superuser); it creates and drops a scratch database per run.
+ * claim (from its scheduler's first request for it), the invariant check read from the tables
+ * (nothing over capacity, stored usage equal to the sum of the allocations, every acknowledged
+ * instance present with its allocations, and for a filled scene the cloud exactly full), and per K
+ * the ratio of POST /claims' claims/s to the loop's. Not a test: it asserts nothing about time.
+ * Needs PostgreSQL at DATABASE_URL (default: the local postgres superuser) and pgbench on the PATH
+ * for its row; it creates and drops a scratch database per run.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import os from "node:os";
+import path from "node:path";
 import pg from "pg";
 import { freePort } from "../src/net.js";
+import { hasRoomForSql, unitsAllowSql } from "../src/services/rules/capacity.js";
 import { startArguments } from "./candidates.js";
 
-const NODE = { VCPU: 4, MEMORY_MB: 8192, DISK_GB: 400 };
-const FLAVOURS = {
-  flat: { claim: { VCPU: 1, MEMORY_MB: 2048, DISK_GB: 100 }, perNode: 4 },
-  aggregate: { claim: { VCPU: 2, MEMORY_MB: 4096, DISK_GB: 200 }, perNode: 2 },
-} as const;
-/** Nodes in the aggregate of --cloud aggregate. */
-const AGGREGATE_NODES = 50;
+type Resources = Record<string, number>;
+
+/** A cloud and what the schedulers place on it. */
+interface Scene {
+  name: string;
+  nodes: number;
+  node: Resources;
+  /** Each instance is one of these, drawn at random. */
+  flavours: Resources[];
+  /** Only this many nodes, in one aggregate the schedulers ask for with member_of. */
+  aggregate?: number;
+  pick: "pack" | "random";
+  limit: number;
+  /** Stop after about this many successful claims (Infinity: fill until every scheduler is refused). */
+  maxClaims: number;
+}
+
+const LARGE_NODE = { VCPU: 64, MEMORY_MB: 262144, DISK_GB: 1600 };
+const LARGE_FLAVOUR = { VCPU: 16, MEMORY_MB: 65536, DISK_GB: 400 };
+/** Nova's m1 flavours, tiny to xlarge. */
+const NOVA_FLAVOURS = [
+  { VCPU: 1, MEMORY_MB: 512, DISK_GB: 1 },
+  { VCPU: 1, MEMORY_MB: 2048, DISK_GB: 20 },
+  { VCPU: 2, MEMORY_MB: 4096, DISK_GB: 40 },
+  { VCPU: 4, MEMORY_MB: 8192, DISK_GB: 80 },
+  { VCPU: 8, MEMORY_MB: 16384, DISK_GB: 160 },
+];
 const AGGREGATE = "4b0c6d2e-8f1a-4c3b-9d5e-6f7a8b9c0d1e";
 const MODES = ["direct", "list", "candidates", "claim"] as const;
 type Mode = (typeof MODES)[number];
@@ -52,29 +88,61 @@ const CONNECTIONS = ["keep-alive", "close"] as const;
 type Connections = (typeof CONNECTIONS)[number];
 
 interface Options {
-  providers: number;
+  scenes: Scene[];
   clients: number[];
   modes: Mode[];
-  cloud: "flat" | "aggregate";
-  pick: "pack" | "random";
-  limit: number;
-  /** Stop after this many successful claims instead of filling the cloud (a busy machine cannot fill 4,000 slots six times). */
-  maxClaims: number;
   view: "shared" | "own";
   workers: number;
   connections: Connections[];
+  pgbenchSeconds: number;
   adminUrl: string;
 }
 
-/** What the schedulers ask for, per cloud. */
-function workload(options: Options) {
-  const { claim, perNode } = FLAVOURS[options.cloud];
-  const resources = Object.entries(claim)
+/** The scenes for --cloud (undefined: the targets' scenes), with the flags that adjust them. */
+function scenesOf(cloud: string | undefined, get: (name: string) => string | undefined): Scene[] {
+  const num = (name: string) => (get(name) === undefined ? undefined : Number(get(name)));
+  const pick = get("pick");
+  if (pick !== undefined && pick !== "pack" && pick !== "random") throw new Error(`unknown --pick ${pick}`);
+  const picked = (defaults: Array<"pack" | "random">) => (pick ? [pick as "pack" | "random"] : defaults);
+  const with_ = (scene: Scene): Scene => ({
+    ...scene,
+    nodes: num("providers") ?? scene.nodes,
+    limit: num("limit") ?? scene.limit,
+    maxClaims: num("claims") ?? scene.maxClaims,
+  });
+  const large: Scene = { name: "large", nodes: 20, node: LARGE_NODE, flavours: [LARGE_FLAVOUR], pick: "pack", limit: 1000, maxClaims: Infinity };
+  const nova = (p: "pack" | "random"): Scene => ({ name: "nova", nodes: 1000, node: { VCPU: 32, MEMORY_MB: 131072, DISK_GB: 2000 }, flavours: NOVA_FLAVOURS, pick: p, limit: 1000, maxClaims: 400 });
+  const aggregate = (p: "pack" | "random"): Scene => ({ name: "aggregate", nodes: 1000, node: LARGE_NODE, flavours: [LARGE_FLAVOUR], aggregate: 50, pick: p, limit: 1000, maxClaims: Infinity });
+  switch (cloud) {
+    case undefined:
+      return [large, nova("random"), nova("pack"), aggregate("pack")].map((s) => (pick && s.name !== "nova" ? { ...s, pick: pick as "pack" | "random" } : s)).map(with_);
+    case "large":
+      return picked(["pack"]).map((p) => with_({ ...large, pick: p }));
+    case "nova":
+      return picked(["random", "pack"]).map((p) => with_(nova(p)));
+    case "aggregate":
+      return picked(["pack"]).map((p) => with_(aggregate(p)));
+    case "flat":
+      return picked(["pack"]).map((p) =>
+        with_({ name: "flat", nodes: 1000, node: { VCPU: 4, MEMORY_MB: 8192, DISK_GB: 400 }, flavours: [{ VCPU: 1, MEMORY_MB: 2048, DISK_GB: 100 }], pick: p, limit: 20, maxClaims: Infinity }),
+      );
+    default:
+      throw new Error(`unknown --cloud ${cloud}`);
+  }
+}
+
+const querySuffix = (scene: Scene) => `${scene.aggregate ? `&member_of=${AGGREGATE}` : ""}&limit=${scene.limit}`;
+const resourcesOf = (flavour: Resources) =>
+  Object.entries(flavour)
     .map(([k, v]) => `${k}:${v}`)
     .join(",");
-  const memberOf = options.cloud === "aggregate" ? `&member_of=${AGGREGATE}` : "";
-  const nodes = options.cloud === "aggregate" ? Math.min(AGGREGATE_NODES, options.providers) : options.providers;
-  return { claim, resources, query: `resources=${resources}${memberOf}&limit=${options.limit}`, capacity: nodes * perNode };
+const anyFlavour = (scene: Scene) => scene.flavours[Math.floor(Math.random() * scene.flavours.length)];
+/** Instances the scene holds when filled with its one flavour (undefined with several flavours). */
+function fillCount(scene: Scene): number | undefined {
+  if (scene.flavours.length !== 1) return undefined;
+  const [flavour] = scene.flavours;
+  const perNode = Math.min(...Object.entries(flavour).map(([rc, v]) => Math.floor((scene.node[rc] ?? 0) / v)));
+  return perNode * (scene.aggregate ?? scene.nodes);
 }
 
 function parseArgs(args: string[]): Options {
@@ -84,27 +152,20 @@ function parseArgs(args: string[]): Options {
   };
   const modes = (get("mode") ?? "candidates,claim").split(",") as Mode[];
   for (const m of modes) if (!MODES.includes(m)) throw new Error(`unknown --mode ${m}`);
-  const cloud = get("cloud") ?? "flat";
-  if (cloud !== "flat" && cloud !== "aggregate") throw new Error(`unknown --cloud ${cloud}`);
-  const connections = (get("connections") ?? "keep-alive,close").split(",") as Connections[];
+  const cloud = get("cloud");
+  const connections = (get("connections") ?? (cloud === "flat" ? "keep-alive,close" : "keep-alive")).split(",") as Connections[];
   for (const c of connections) if (!CONNECTIONS.includes(c)) throw new Error(`unknown --connections ${c}`);
-  const pick = get("pick") ?? "pack";
-  if (pick !== "pack" && pick !== "random") throw new Error(`unknown --pick ${pick}`);
   return {
-    providers: Number(get("providers") ?? 1000),
+    scenes: scenesOf(cloud, get),
     clients: (get("clients") ?? "1,4,16").split(",").map(Number),
     modes,
-    cloud,
-    pick,
-    limit: Number(get("limit") ?? 20),
-    maxClaims: Number(get("claims") ?? Infinity),
     view: get("view") === "own" ? "own" : "shared",
     workers: Number(get("workers") ?? os.availableParallelism()),
     connections,
+    pgbenchSeconds: Number(get("pgbench-seconds") ?? 5),
     adminUrl: process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres",
   };
 }
-
 
 async function startServer(databaseUrl: string, workers: number): Promise<{ base: string; child: ChildProcess }> {
   const port = await freePort();
@@ -156,28 +217,29 @@ function sender(connections: Connections): Send {
     });
 }
 
+
 /** The cloud, written straight into the tables: setting up 1000 nodes over HTTP is not what is measured. */
-async function buildCloud(db: pg.Client, n: number, cloud: Options["cloud"]): Promise<string[]> {
-  const uuids = Array.from({ length: n }, () => randomUUID());
+async function buildCloud(db: pg.Client, scene: Pick<Scene, "nodes" | "node" | "aggregate">): Promise<string[]> {
+  const uuids = Array.from({ length: scene.nodes }, () => randomUUID());
   await db.query(
     `INSERT INTO resource_providers (uuid, name) SELECT u, 'compute-' || i FROM unnest($1::text[]) WITH ORDINALITY AS t(u, i)`,
     [uuids],
   );
   await db.query("UPDATE resource_providers SET root_provider_id = id");
-  for (const [rc, total] of Object.entries(NODE)) {
+  for (const [rc, total] of Object.entries(scene.node)) {
     await db.query(
       `INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio)
        SELECT rp.id, rc.id, $2, 0, 1, $2, 1, 1 FROM resource_providers rp, resource_classes rc WHERE rc.name = $1`,
       [rc, total],
     );
   }
-  if (cloud === "aggregate") {
+  if (scene.aggregate) {
     // The aggregate's nodes are spread over the id range, as hosts of one rack are not the first ones created.
     await db.query("INSERT INTO aggregates (uuid) VALUES ($1)", [AGGREGATE]);
     await db.query(
       `INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id)
        SELECT rp.id, a.id FROM resource_providers rp, aggregates a WHERE rp.id % $1 = 0 ORDER BY rp.id LIMIT $2`,
-      [Math.max(1, Math.floor(n / AGGREGATE_NODES)), AGGREGATE_NODES],
+      [Math.max(1, Math.floor(scene.nodes / scene.aggregate)), scene.aggregate],
     );
   }
   return uuids;
@@ -192,6 +254,8 @@ interface Tally {
   /** claim mode: when each successful claim was sent, and when each 409 came back. */
   lastSuccessSent: number;
   refusals: number[];
+  /** Every instance the server acknowledged, with what it was given. */
+  acknowledged: Array<{ consumer: string; resources: number }>;
 }
 
 type CandidatesBody = {
@@ -238,23 +302,24 @@ function packedCandidate(body: CandidatesBody, claim: Record<string, number>): s
 }
 
 /** claim mode: POST /claims until it answers that nothing fits. */
-async function claimer(base: string, options: Options, send: Send, tally: Tally): Promise<void> {
-  const { query } = workload(options);
-  while (tally.claims < options.maxClaims) {
+
+/** claim mode: POST /claims until it answers that nothing fits. */
+async function claimer(base: string, scene: Scene, send: Send, tally: Tally): Promise<void> {
+  while (tally.claims < scene.maxClaims) {
+    const flavour = anyFlavour(scene);
+    const consumer = randomUUID();
     const started = performance.now();
     const res = await send(
       "POST",
-      `${base}/claims?${query}`,
+      `${base}/claims?resources=${resourcesOf(flavour)}${querySuffix(scene)}`,
       "1.39",
-      JSON.stringify({
-        consumers: [{ consumer_uuid: randomUUID(), project_id: "bench-project", user_id: "bench-user", consumer_type: "INSTANCE" }],
-        pick: options.pick,
-      }),
+      JSON.stringify({ consumers: [{ consumer_uuid: consumer, project_id: "bench-project", user_id: "bench-user", consumer_type: "INSTANCE" }], pick: scene.pick }),
     );
     if (res.status === 200) {
       tally.claims++;
       tally.latencies.push(performance.now() - started);
       tally.lastSuccessSent = Math.max(tally.lastSuccessSent, started);
+      tally.acknowledged.push({ consumer, resources: Object.keys(flavour).length });
       continue;
     }
     if (res.status === 409) tally.refusals.push(performance.now());
@@ -267,10 +332,11 @@ async function claimer(base: string, options: Options, send: Send, tally: Tally)
 }
 
 /** One scheduler: pick a node, claim on it, until it finds none with room. */
-async function scheduler(base: string, options: Options, mode: Mode, send: Send, notFull: Set<string>, tally: Tally): Promise<void> {
-  const { claim, resources, query } = workload(options);
+async function scheduler(base: string, scene: Scene, mode: Mode, send: Send, notFull: Set<string>, tally: Tally): Promise<void> {
   let started = performance.now();
-  while (tally.claims < options.maxClaims) {
+  let flavour = anyFlavour(scene);
+  while (tally.claims < scene.maxClaims) {
+    const resources = resourcesOf(flavour);
     let node: string | undefined;
     if (mode === "direct") {
       const choices = [...notFull];
@@ -280,17 +346,18 @@ async function scheduler(base: string, options: Options, mode: Mode, send: Send,
       const choices = (JSON.parse(res.body.toString()) as { resource_providers: Array<{ uuid: string }> }).resource_providers.map((p) => p.uuid);
       node = choices[Math.floor(Math.random() * choices.length)];
     } else {
-      const res = await send("GET", `${base}/allocation_candidates?${query}`, "1.39");
+      const res = await send("GET", `${base}/allocation_candidates?resources=${resources}${querySuffix(scene)}`, "1.39");
       if (res.status !== 200) throw new Error(`unexpected ${res.status} from GET /allocation_candidates: ${res.body.toString().slice(0, 500)}`);
-      node = options.pick === "random" ? randomCandidate(res.body) : packedCandidate(JSON.parse(res.body.toString()) as CandidatesBody, claim);
+      node = scene.pick === "random" ? randomCandidate(res.body) : packedCandidate(JSON.parse(res.body.toString()) as CandidatesBody, flavour);
     }
     if (node === undefined) return;
+    const consumer = randomUUID();
     const res = await send(
       "PUT",
-      `${base}/allocations/${randomUUID()}`,
+      `${base}/allocations/${consumer}`,
       "1.39",
       JSON.stringify({
-        allocations: { [node]: { resources: claim } },
+        allocations: { [node]: { resources: flavour } },
         project_id: "bench-project",
         user_id: "bench-user",
         consumer_generation: null,
@@ -300,7 +367,9 @@ async function scheduler(base: string, options: Options, mode: Mode, send: Send,
     if (res.status === 204) {
       tally.claims++;
       tally.latencies.push(performance.now() - started);
+      tally.acknowledged.push({ consumer, resources: Object.keys(flavour).length });
       started = performance.now();
+      flavour = anyFlavour(scene);
     } else if (res.status === 409) {
       tally.conflicts++;
       notFull.delete(node);
@@ -312,92 +381,214 @@ async function scheduler(base: string, options: Options, mode: Mode, send: Send,
   }
 }
 
-async function invariants(db: pg.Client, options: Options, tally: Tally): Promise<string> {
-  const { capacity } = workload(options);
+async function invariants(db: pg.Client, scene: Scene, tally: Tally): Promise<string> {
   const over = await db.query("SELECT count(*)::int AS n FROM provider_capacity WHERE used > capacity");
-  // Free VCPU where the schedulers were asked to fill: the aggregate's nodes, or every node.
-  const free = await db.query(
-    `SELECT COALESCE(SUM(pc.free), 0)::int AS n FROM provider_capacity pc JOIN resource_providers rp ON rp.uuid = pc.provider_uuid
-     WHERE pc.resource_class = 'VCPU' AND (NOT $1 OR rp.id IN (SELECT resource_provider_id FROM resource_provider_aggregates))`,
-    [options.cloud === "aggregate"],
+  const drift = await db.query(
+    `SELECT count(*)::int AS n FROM inventories i
+     WHERE i.used <> COALESCE((SELECT sum(a.used) FROM allocations a
+                               WHERE a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id), 0)`,
+  );
+  // Every acknowledged instance holds the allocation rows of its flavour.
+  const present = await db.query(
+    `SELECT count(*)::int AS n FROM unnest($1::text[], $2::int[]) AS k(uuid, rows)
+     WHERE k.rows = (SELECT count(*) FROM allocations a JOIN consumers c ON c.id = a.consumer_id WHERE c.uuid = k.uuid)`,
+    [tally.acknowledged.map((a) => a.consumer), tally.acknowledged.map((a) => a.resources)],
   );
   const consumers = await db.query("SELECT count(*)::int AS n FROM consumers");
   const problems: string[] = [];
   if (over.rows[0].n !== 0) problems.push(`${over.rows[0].n} inventories over capacity`);
-  const filling = !Number.isFinite(options.maxClaims);
-  if (filling && free.rows[0].n !== 0) problems.push(`${free.rows[0].n} VCPU left free`);
+  if (drift.rows[0].n !== 0) problems.push(`${drift.rows[0].n} inventories whose usage is not the sum of their allocations`);
+  if (present.rows[0].n !== tally.acknowledged.length) problems.push(`${tally.acknowledged.length - present.rows[0].n} acknowledged instances missing`);
   if (consumers.rows[0].n !== tally.claims) problems.push(`${consumers.rows[0].n} consumers for ${tally.claims} successful claims`);
-  if (filling && tally.claims !== capacity) problems.push(`${tally.claims} claims, capacity was ${capacity}`);
-  const full = filling ? ", cloud exactly full" : "";
-  return problems.length === 0 ? `OK (nothing over capacity${full}, one consumer per successful claim)` : `FAILED: ${problems.join("; ")}`;
+  const fill = Number.isFinite(scene.maxClaims) ? undefined : fillCount(scene);
+  if (fill !== undefined && tally.claims !== fill) problems.push(`${tally.claims} claims, the cloud holds ${fill}`);
+  const full = fill !== undefined ? ", cloud exactly full" : "";
+  return problems.length === 0 ? `OK (nothing over capacity, usage = allocations, every acknowledged instance present${full})` : `FAILED: ${problems.join("; ")}`;
 }
 
 const percentile = (sorted: number[], p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]);
 
-async function runOnce(options: Options, mode: Mode, connections: Connections, k: number): Promise<void> {
+/** A scratch database, dropped after `use`. */
+async function scratchDatabase<T>(adminUrl: string, use: (url: string) => Promise<T>): Promise<T> {
   const name = `bench_claims_${randomBytes(4).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: options.adminUrl });
+  const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(options.adminUrl);
+  const url = new URL(adminUrl);
   url.pathname = `/${name}`;
-  const server = await startServer(url.toString(), options.workers);
-  const db = new pg.Client({ connectionString: url.toString() });
-  await db.connect();
   try {
-    const nodes = await buildCloud(db, options.providers, options.cloud);
-    const tally: Tally = { claims: 0, conflicts: 0, errors: 0, latencies: [], lastSuccessSent: 0, refusals: [] };
-    const started = performance.now();
-    const cpuBefore = process.cpuUsage();
-    const shared = new Set(nodes);
-    await Promise.all(
-      Array.from({ length: k }, () => {
-        const send = sender(connections);
-        return mode === "claim"
-          ? claimer(server.base, options, send, tally)
-          : scheduler(server.base, options, mode, send, options.view === "shared" ? shared : new Set(nodes), tally);
-      }),
-    );
-    const seconds = (performance.now() - started) / 1000;
-    const cpu = process.cpuUsage(cpuBefore);
-    const clientCpu = (cpu.user + cpu.system) / 1e6;
-    // A claim's 409 is wasted only if it came back while there was still room (before the last success was sent).
-    if (mode === "claim") tally.conflicts = tally.refusals.filter((at) => at < tally.lastSuccessSent).length;
-    const check = await invariants(db, options, tally);
-    const sorted = [...tally.latencies].sort((a, b) => a - b);
-    const label = `${mode}${mode === "direct" ? `/${options.view}` : ""}${mode === "candidates" || mode === "claim" ? `/${options.pick}` : ""} ${connections}`;
-    // One row of the table the default export heads: markdown as printed, for docs/benchmarks.md.
-    const row = [
-      `${options.cloud} ${options.providers}`,
-      k,
-      label,
-      tally.claims,
-      seconds.toFixed(1),
-      (tally.claims / seconds).toFixed(0),
-      (tally.conflicts / Math.max(tally.claims, 1)).toFixed(3),
-      percentile(sorted, 50).toFixed(1),
-      percentile(sorted, 99).toFixed(1),
-      tally.errors,
-      clientCpu.toFixed(1),
-      check,
-    ];
-    process.stdout.write(`| ${row.join(" | ")} |\n`);
+    return await use(url.toString());
   } finally {
-    await db.end();
-    server.child.kill("SIGTERM");
-    await new Promise((r) => server.child.once("exit", r));
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await admin.end();
   }
 }
 
+/** One run on a fresh database; returns its claims per second. */
+async function runOnce(options: Options, scene: Scene, mode: Mode, connections: Connections, k: number): Promise<number> {
+  return scratchDatabase(options.adminUrl, async (url) => {
+    const server = await startServer(url, options.workers);
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    try {
+      const nodes = await buildCloud(db, scene);
+      const tally: Tally = { claims: 0, conflicts: 0, errors: 0, latencies: [], lastSuccessSent: 0, refusals: [], acknowledged: [] };
+      // A scheduler talks to a server that has been up: its first read of the cloud is not what is measured.
+      await warmUp(server.base, scene, options.workers);
+      const started = performance.now();
+      const cpuBefore = process.cpuUsage();
+      const shared = new Set(nodes);
+      await Promise.all(
+        Array.from({ length: k }, () => {
+          const send = sender(connections);
+          return mode === "claim"
+            ? claimer(server.base, scene, send, tally)
+            : scheduler(server.base, scene, mode, send, options.view === "shared" ? shared : new Set(nodes), tally);
+        }),
+      );
+      const seconds = (performance.now() - started) / 1000;
+      const cpu = process.cpuUsage(cpuBefore);
+      const clientCpu = (cpu.user + cpu.system) / 1e6;
+      // A claim's 409 is wasted only if it came back while there was still room (before the last success was sent).
+      if (mode === "claim") tally.conflicts = tally.refusals.filter((at) => at < tally.lastSuccessSent).length;
+      const check = await invariants(db, scene, tally);
+      const sorted = [...tally.latencies].sort((a, b) => a - b);
+      const label = `${mode}${mode === "direct" ? `/${options.view}` : ""}${mode === "candidates" || mode === "claim" ? `/${scene.pick}` : ""} ${connections}`;
+      // One row of the table the default export heads: markdown as printed, for docs/benchmarks.md.
+      const row = [
+        `${scene.name} ${scene.nodes}${scene.aggregate ? ` (aggregate of ${scene.aggregate})` : ""}`,
+        k,
+        label,
+        tally.claims,
+        seconds.toFixed(1),
+        (tally.claims / seconds).toFixed(0),
+        (tally.conflicts / Math.max(tally.claims, 1)).toFixed(3),
+        percentile(sorted, 50).toFixed(1),
+        percentile(sorted, 99).toFixed(1),
+        tally.errors,
+        clientCpu.toFixed(1),
+        check,
+      ];
+      process.stdout.write(`| ${row.join(" | ")} |\n`);
+      return tally.claims / seconds;
+    } finally {
+      await db.end();
+      server.child.kill("SIGTERM");
+      await new Promise((r) => server.child.once("exit", r));
+    }
+  });
+}
+
+/** Reads the cloud once per server worker (the first read of each copies the cloud into it), outside the timing. */
+async function warmUp(base: string, scene: Scene, workers: number): Promise<void> {
+  const send = sender("close");
+  for (let i = 0; i < Math.max(1, workers) * 2; i++) {
+    const res = await send("GET", `${base}/allocation_candidates?resources=${resourcesOf(scene.flavours[0])}${querySuffix(scene)}`, "1.39");
+    if (res.status !== 200) throw new Error(`unexpected ${res.status} from GET /allocation_candidates: ${res.body.toString().slice(0, 500)}`);
+  }
+}
+
+/**
+ * The physical limit: pgbench running the claim's own write transaction
+ * with `clients` connections for `seconds`, on a cloud of `nodes` nodes too
+ * large to fill (so every transaction writes). The statements are those a
+ * first-try POST /claims runs between BEGIN and COMMIT: create the consumer,
+ * lock its provider row, then check capacity, insert the allocation rows and
+ * bump both generations in one statement (as allocations.ts
+ * writeWithinCapacity, with the capacity rule's own SQL). Returns
+ * transactions per second, or undefined without pgbench.
+ */
+async function pgbench(adminUrl: string, clients: number, seconds: number, flavour: Resources): Promise<number | undefined> {
+  return scratchDatabase(adminUrl, async (url) => {
+    // The server runs the migrations; it is stopped before pgbench runs.
+    const server = await startServer(url, 1);
+    server.child.kill("SIGTERM");
+    await new Promise((r) => server.child.once("exit", r));
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    const nodes = 1000;
+    const dir = await mkdtemp(path.join(os.tmpdir(), "claims-pgbench-"));
+    try {
+      await buildCloud(db, { nodes, node: Object.fromEntries(Object.keys(flavour).map((rc) => [rc, 1_000_000_000])) });
+      const project = await db.query("INSERT INTO projects (external_id) VALUES ('bench-project') RETURNING id");
+      const user = await db.query("INSERT INTO users (external_id) VALUES ('bench-user') RETURNING id");
+      const classes = await db.query<{ id: number; name: string }>("SELECT id, name FROM resource_classes WHERE name = ANY($1)", [Object.keys(flavour)]);
+      const ids = await db.query<{ first: number }>("SELECT min(id) AS first FROM resource_providers");
+      const values = classes.rows.map((c) => `(:cid::int, :p::int, ${c.id}, ${flavour[c.name]}::bigint)`).join(", ");
+      const script = `\\set p random(${ids.rows[0].first}, ${ids.rows[0].first + nodes - 1})
+BEGIN;
+INSERT INTO consumers (uuid, project_id, user_id, generation) VALUES (gen_random_uuid()::text, ${project.rows[0].id}, ${user.rows[0].id}, 0) RETURNING id AS cid \\gset
+SELECT id, generation FROM resource_providers WHERE id = :p ORDER BY id FOR NO KEY UPDATE SKIP LOCKED;
+WITH req AS (SELECT * FROM (VALUES ${values}) AS r(consumer_id, provider_id, class_id, used)),
+inv AS (SELECT i.* FROM inventories i WHERE i.resource_provider_id = :p::int AND i.resource_class_id IN (SELECT class_id FROM req)),
+verdict AS (SELECT NOT EXISTS (SELECT 1 FROM req r LEFT JOIN inv ON inv.resource_class_id = r.class_id
+                               WHERE inv.resource_provider_id IS NULL OR NOT (${unitsAllowSql("inv", "r.used")}) OR NOT (${hasRoomForSql("inv", "r.used")})) AS ok),
+inserted AS (INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
+             SELECT consumer_id, provider_id, class_id, used::int FROM req WHERE (SELECT ok FROM verdict)),
+bumped_providers AS (UPDATE resource_providers SET generation = generation + 1, updated_at = now() WHERE id = :p::int AND (SELECT ok FROM verdict)),
+bumped_consumers AS (UPDATE consumers SET generation = generation + 1, updated_at = now() WHERE id = :cid::int AND (SELECT ok FROM verdict))
+SELECT ok FROM verdict;
+COMMIT;
+`;
+      const file = path.join(dir, "claim.sql");
+      await writeFile(file, script);
+      const out = await run("pgbench", ["-n", "-M", "prepared", "-c", String(clients), "-j", "2", "-T", String(seconds), "-f", file, url]);
+      if (out === undefined) return undefined;
+      const tps = /tps = ([0-9.]+)/.exec(out);
+      if (!tps) throw new Error(`no tps in pgbench's output:\n${out}`);
+      return Number(tps[1]);
+    } finally {
+      await db.end();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+}
+
+/** A command's standard output; undefined when it is not installed. */
+function run(command: string, args: string[]): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    child.on("error", (err: NodeJS.ErrnoException) => (err.code === "ENOENT" ? resolve(undefined) : reject(err)));
+    child.on("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} exited with ${code}`))));
+  });
+}
+
 export default async function (args: string[]): Promise<void> {
   const options = parseArgs(args);
   process.stdout.write(
-    `claims benchmark: server workers ${options.workers}, cloud ${options.cloud}, limit ${options.limit}\n\n` +
-      "| cloud, nodes | K | mode, connections | claims | seconds | claims/s | 409s per claim | p50 ms | p99 ms | other errors | client CPU s | invariants |\n" +
+    `claims benchmark: server workers ${options.workers}\n\n` +
+      "| scene, nodes | K | mode, connections | claims | seconds | claims/s | 409s per claim | p50 ms | p99 ms | other errors | client CPU s | invariants |\n" +
       "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
   );
-  // Modes interleaved per K, so a change in the machine's load touches all of them alike.
-  for (const k of options.clients) for (const mode of options.modes) for (const c of options.connections) await runOnce(options, mode, c, k);
+  const ratios: string[] = [];
+  const atLargestK: Array<{ scene: Scene; rate: number }> = [];
+  const largestK = Math.max(...options.clients);
+  for (const scene of options.scenes) {
+    // Modes interleaved per K, on fresh databases of the same cloud, so a change in the machine's load touches all of them alike.
+    for (const k of options.clients) {
+      const rate = new Map<string, number>();
+      for (const mode of options.modes) for (const c of options.connections) rate.set(`${mode} ${c}`, await runOnce(options, scene, mode, c, k));
+      for (const c of options.connections) {
+        const claim = rate.get(`claim ${c}`);
+        const loop = rate.get(`candidates ${c}`);
+        if (claim !== undefined && loop !== undefined) ratios.push(`| ${scene.name}/${scene.pick} | ${k} | ${c} | ${(claim / loop).toFixed(2)} |`);
+        if (claim !== undefined && k === largestK && c === options.connections[0]) atLargestK.push({ scene, rate: claim });
+      }
+    }
+  }
+  if (ratios.length > 0) process.stdout.write(`\n| scene/pick | K | connections | POST /claims claims/s ÷ loop claims/s |\n|---|---|---|---|\n${ratios.join("\n")}\n`);
+  if (atLargestK.length === 0 || options.pgbenchSeconds <= 0) return;
+  const tps = await pgbench(options.adminUrl, largestK, options.pgbenchSeconds, LARGE_FLAVOUR);
+  if (tps === undefined) {
+    process.stdout.write("\npgbench is not installed: no physical limit to compare with.\n");
+    return;
+  }
+  process.stdout.write(
+    `\npgbench, the claim's write transaction, ${largestK} clients, ${options.pgbenchSeconds} s: ${tps.toFixed(0)} transactions/s\n\n` +
+      `| scene/pick | POST /claims claims/s at K = ${largestK} | ÷ pgbench |\n|---|---|---|\n` +
+      atLargestK.map(({ scene, rate }) => `| ${scene.name}/${scene.pick} | ${rate.toFixed(0)} | ${(rate / tps).toFixed(2)} |`).join("\n") +
+      "\n",
+  );
 }

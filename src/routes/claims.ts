@@ -1,6 +1,6 @@
 /**
- * POST /claims?<allocation candidates query>: select and claim in one
- * transaction (an extension; see src/services/claims.ts for how it locks).
+ * POST /claims?<allocation candidates query>: select and claim (an
+ * extension; see src/services/claims.ts for how it answers and locks).
  * The query string is GET /allocation_candidates' at the request's
  * microversion, through the same parser; the body says who claims and how
  * to choose.
@@ -12,7 +12,6 @@ import { badRequest } from "../http/errors.js";
 import { declareRoute } from "../http/routing.js";
 import { POST_CLAIMS } from "../schemas/claims.js";
 import { answerShape } from "../services/candidates/answer-shape.js";
-import { engineSettings } from "../services/candidates/service.js";
 import { claim } from "../services/claims.js";
 import { candidatesRequest } from "./candidates-request.js";
 
@@ -25,9 +24,9 @@ export function claimRoutes(deps: RouteDeps): Hono<AppEnv> {
       const uuids = body.consumers.map((x) => x.consumer_uuid);
       const repeated = uuids.find((u, i) => uuids.indexOf(u) !== i);
       if (repeated) throw badRequest(`Consumer ${repeated} is named more than once.`);
-      const outcome = await claim(deps.store, {
+      const outcome = await claim(deps.store, deps.services.candidates, {
         query,
-        engine: { ...engineSettings(deps.config), shape: answerShape(mv) },
+        shape: answerShape(mv),
         consumers: body.consumers.map((x) => ({
           consumerUuid: x.consumer_uuid,
           projectId: x.project_id,

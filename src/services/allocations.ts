@@ -220,8 +220,11 @@ async function lockProvidersAndResolveClasses(
  * written. The rule is evaluated twice: in SQL as the guard of the write,
  * and in checkCapacity on the rows read, which words the 409 and is the
  * authority (a disagreement between the two is a bug and fails loudly).
+ * The caller holds the locks of `providers`; POST /claims (services/claims.ts)
+ * takes them itself and calls this for each candidate it tries, since a
+ * refusal writes nothing and leaves the transaction usable.
  */
-async function writeWithinCapacity(
+export async function writeWithinCapacity(
   tx: Tx,
   wanted: readonly Wanted[],
   released: readonly Released[],

@@ -1,31 +1,45 @@
 /**
- * POST /claims: choose allocation candidates and claim them in one
- * transaction, so a scheduler never acts on a stale view and never sees a
- * conflict it could not have avoided.
+ * POST /claims: choose allocation candidates and claim them, so a scheduler
+ * never acts on a stale view and never sees a conflict it could not have
+ * avoided, at about the cost of one candidates request and one allocation
+ * write.
  *
- * One transaction (READ COMMITTED, so every statement sees what has been
- * committed before it):
- * 1. The claim's consumers are created and locked (upsertConsumers, uuid
- *    order), exactly as the allocation write path starts. They must be new.
- * 2. The candidates engine runs on the current data; CandidateView orders its
- *    candidates for the pick.
- * 3. For each consumer, candidates are tried best first, each in a savepoint:
- *    lock the candidate's providers (one statement, id order, FOR NO KEY
- *    UPDATE like the write path's own provider locks), then write the
- *    allocation with the allocation write service (replaceAllocations), which
- *    re-checks capacity under the locks. A candidate that no longer fits is
- *    rolled back to its savepoint (which releases its locks) and the next one
- *    is tried; the first that fits stays.
- * 4. Commit. Until then the claimed providers stay locked, as for any write.
+ * A round:
+ * 1. Outside any transaction, the candidates are answered exactly as GET
+ *    /allocation_candidates answers them (the same paths, the cloud view
+ *    brought up to date from the change feed), into a sink that keeps them
+ *    (candidates/collecting-sink.ts); CandidateView orders them for the
+ *    pick. No answer at all is a 409 at once, at the cost of an empty
+ *    candidates answer.
+ * 2. One short write transaction (READ COMMITTED, so every statement sees
+ *    what has been committed before it): the claim's consumers are created
+ *    and locked (upsertConsumers, uuid order), exactly as the allocation
+ *    write path starts; they must be new. Then for each consumer, candidates
+ *    best first: lock the candidate's providers (one statement, id order,
+ *    FOR NO KEY UPDATE like the write path's own provider locks), then the
+ *    write path's own check-and-write statement (writeWithinCapacity in
+ *    allocations.ts: the capacity rule of rules/capacity.ts against the
+ *    committed usage, the insert, the generation bumps, all in one
+ *    statement, so the feed's triggers fire as for any write). A candidate
+ *    that no longer fits writes nothing and the next one is tried in the
+ *    same transaction; a first-try claim is BEGIN, consumers, lock, write,
+ *    COMMIT. The answer is shaped from what was written, without reading it back.
+ * 3. When a consumer found no candidate and some candidate was refused under
+ *    its locks (the view was older than the commits that took its room), the
+ *    transaction is rolled back and the round runs again on a fresh answer,
+ *    a bounded number of times; so a claim is refused when nothing fitted at
+ *    the time of its last transaction.
  *
  * Throughput under contention: the first pass locks with SKIP LOCKED, so K
  * claimers packing the same hosts do not queue on the hottest row: each
- * takes the best candidate nobody else is writing right now. Candidates
+ * takes the best candidate nobody else is writing right now. Candidates on
+ * one provider each (all of a flat cloud's) are locked by one statement that
+ * returns the first of their providers free of other writers (ORDER BY the
+ * preference, LIMIT 1, SKIP LOCKED), so finding a free host among busy ones
+ * costs one round trip, not one per busy host. Candidates
  * skipped as busy are tried again in a second pass that waits for the lock,
  * so a claim is refused only when every candidate was checked under its
- * locks and did not fit (no 409 while a fitting candidate existed). When a
- * locked check refused a candidate (the read was stale), the engine runs
- * again before the claim gives up, a bounded number of times.
+ * locks and did not fit (no 409 while a fitting candidate existed).
  *
  * Why this cannot deadlock with the ordinary write path
  * (src/services/allocations.ts: consumers in uuid order, then providers in id
@@ -33,31 +47,34 @@
  * first, in uuid order, and they are rows of consumers that are new (nobody
  * else holds them unless writing the same new uuid, in which case it waits
  * for the claim or the claim for it, consumers before anything else, like two
- * ordinary writes). Then, at any moment, it holds the providers of the
- * candidates it has claimed plus those of the one candidate being tried,
- * taken in one statement in id order; a candidate that failed is released by
- * its savepoint's rollback before the next is locked. A SKIP LOCKED pass
- * never waits, so it cannot close a cycle. A waiting pass waits only when
- * every provider of the candidate has a higher id than every provider the
- * claim already holds: the claim then acquires providers in ascending id
- * order over its whole life, as a single ordinary write does, and two
- * writers that both acquire in ascending order cannot wait on each other in
- * a cycle. A busy candidate below that line (only possible for the second
- * and later consumers of a multi-consumer claim) is not waited for: the
- * whole transaction is rolled back and run again (MustRestart), which
- * releases everything. A deadlock with some other writer that locks in
- * another order is still retried whole by inTransaction.
+ * ordinary writes). Its inventory rows are locked by the insert's usage
+ * trigger after its providers', as for a new consumer's ordinary write. Of
+ * providers it holds every one any of its lock statements returned (a
+ * candidate refused under its locks keeps them until the transaction ends:
+ * no savepoint to release them costs fewer round trips, and the transaction
+ * is short). A SKIP LOCKED pass never waits, so it cannot close a cycle. A
+ * waiting pass waits only when every provider of the candidate has a higher
+ * id than every provider the claim already holds: the claim then acquires
+ * providers in ascending id order over its whole life, as a single ordinary
+ * write does, and two writers that both acquire in ascending order cannot
+ * wait on each other in a cycle. A busy candidate below that line is not
+ * waited for: the whole transaction is rolled back and run again
+ * (MustRestart), which releases everything. A deadlock with some other
+ * writer that locks in another order is still retried whole by
+ * inTransaction.
  */
 import { sql } from "drizzle-orm";
 import type { Tx } from "../db/database.js";
+import { executePrepared } from "../db/prepared.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
+import type { AnswerShape } from "./candidates/answer-shape.js";
+import { CollectingSink, type CollectedAnswer } from "./candidates/collecting-sink.js";
 import type { Candidate } from "./candidates/combine.js";
-import type { CandidatesResult, EngineOptions } from "./candidates/engine.js";
-import { candidatesWithSummaries } from "./candidates/service.js";
-import { getConsumerAllocations, replaceAllocations, type Resources } from "./allocations.js";
-import { consumerGenerationConflict, deleteConsumersWithoutAllocations, upsertConsumers } from "./consumers.js";
+import type { CandidatesAnswerer } from "./replica-candidates.js";
+import { writeWithinCapacity, type Resources } from "./allocations.js";
+import { consumerGenerationConflict, deleteConsumersWithoutAllocations, upsertConsumers, type LockedConsumer } from "./consumers.js";
 import { CandidateView, type PickPolicy } from "./claims-pick.js";
-import { CapacityExceeded, ClaimRefused, ProviderNotFound } from "./errors.js";
+import { CapacityExceeded, ClaimRefused } from "./errors.js";
 import { writeTransaction, type Store } from "./store.js";
 
 export interface ClaimConsumer {
@@ -70,7 +87,8 @@ export interface ClaimConsumer {
 
 export interface ClaimRequest {
   query: CandidatesQuery;
-  engine: Pick<EngineOptions, "shape" | "maxCandidates" | "strategy">;
+  /** The answer's shape at the request's microversion (from 1.29 a candidate may span a tree). */
+  shape: AnswerShape;
   /** One instance each, claimed in this order. */
   consumers: readonly ClaimConsumer[];
   pick: PickPolicy;
@@ -87,7 +105,7 @@ export interface ClaimedConsumer {
   consumerGeneration: number;
 }
 
-/** An allocation request of the engine, in provider uuids and class names. */
+/** An allocation request of the answer, in provider uuids and class names. */
 export interface AllocationRequest {
   allocations: Record<string, Resources>;
   /** Request group suffix to the provider uuids serving it. */
@@ -101,25 +119,42 @@ export interface ClaimOutcome {
   alternates: AllocationRequest[];
 }
 
-/** Rounds of the engine per claim: a further one only after a locked check found the last read stale. */
+/** Answers per claim: a further one only after a locked check found the last one stale. */
 const MAX_ROUNDS = 3;
 
-/** A busy candidate could not be waited for without breaking the lock order: run the whole claim again. */
+/** A busy candidate could not be waited for without breaking the lock order: run the whole transaction again. */
 class MustRestart extends Error {}
 
-/** Thrown inside a savepoint to roll a busy candidate back. */
-class Busy extends Error {}
+/** A consumer found no candidate and the answer was stale: roll back and answer again. */
+class Stale extends Error {}
 
-/** Thrown inside a savepoint when a candidate's provider was deleted since it was read. */
-class Gone extends Error {}
+/**
+ * Throws ClaimRefused (nothing claimed), GenerationConflict (a consumer
+ * exists), ConcurrentUpdate, or the candidates answer's own 400s.
+ */
+export async function claim(store: Store, candidates: Pick<CandidatesAnswerer, "answer">, req: ClaimRequest): Promise<ClaimOutcome> {
+  let considered = 0;
+  for (let round = 1; ; round++) {
+    // 1. The answer, outside any transaction.
+    const sink = new CollectingSink(req.query);
+    await candidates.answer(req.query, req.shape, sink);
+    const found = sink.answer();
+    if (found.candidates.length === 0) throw new ClaimRefused(considered === 0 ? { reason: "no candidates" } : { reason: "no fit", considered });
+    considered = Math.max(considered, found.candidates.length);
+    // 2. One transaction on it; 3. undefined: stale, answer again.
+    const outcome = await writeRound(store, found, req, round === MAX_ROUNDS);
+    if (outcome) return outcome;
+    store.onRetry?.("claim_stale");
+  }
+}
 
-/** Throws ClaimRefused (nothing claimed), GenerationConflict (a consumer exists) or ConcurrentUpdate. */
-export async function claim(store: Store, req: ClaimRequest): Promise<ClaimOutcome> {
-  // Restarts (MustRestart) and deadlock retries each get the allocation writes' retry count.
+/** One round's transaction, run again whole on MustRestart (and on deadlock by writeTransaction); undefined when it found the answer stale. */
+async function writeRound(store: Store, found: CollectedAnswer, req: ClaimRequest, last: boolean): Promise<ClaimOutcome | undefined> {
   for (let restart = 0; ; restart++) {
     try {
-      return await writeTransaction(store, (tx) => claimIn(tx, req), { retries: store.allocationRetries, during: "allocate" });
+      return await writeTransaction(store, (tx) => claimIn(tx, found, req, last), { retries: store.allocationRetries, during: "allocate" });
     } catch (err) {
+      if (err instanceof Stale) return undefined;
       if (!(err instanceof MustRestart)) throw err;
       if (restart >= store.allocationRetries) throw new ClaimRefused({ reason: "busy" });
       store.onRetry?.("claim_restart");
@@ -128,8 +163,14 @@ export async function claim(store: Store, req: ClaimRequest): Promise<ClaimOutco
   }
 }
 
-async function claimIn(tx: Tx, req: ClaimRequest): Promise<ClaimOutcome> {
-  // 1. Consumers first, in uuid order, as every allocation write starts.
+/** What the transaction holds: provider locks (with each provider's generation as it stands in it). */
+interface Held {
+  generations: Map<number, number>;
+  highest: number;
+}
+
+async function claimIn(tx: Tx, found: CollectedAnswer, req: ClaimRequest, last: boolean): Promise<ClaimOutcome> {
+  // Consumers first, in uuid order, as every allocation write starts.
   const locked = await upsertConsumers(
     tx,
     req.consumers.map((c) => ({ uuid: c.consumerUuid, project: c.projectId, user: c.userId, type: c.consumerType })),
@@ -140,48 +181,41 @@ async function claimIn(tx: Tx, req: ClaimRequest): Promise<ClaimOutcome> {
     if (!row.created) throw consumerGenerationConflict(c.consumerUuid, row.generation, null);
   }
 
-  const placed: Array<{ consumer: ClaimConsumer; candidate: Candidate }> = [];
+  // Made per transaction: a restarted one starts again from the answer as it came.
+  const view = new CandidateView(found.candidates, found.rooms, req.pick);
+  const held: Held = { generations: new Map(), highest: 0 };
+  const placed: Array<{ consumer: LockedConsumer; candidate: Candidate }> = [];
   let pending = [...req.consumers];
-  let view: CandidateView | undefined;
-  let found: CandidatesResult | undefined;
-  let highestHeld = 0;
-  let considered = 0;
-  for (let round = 0; round < MAX_ROUNDS && pending.length > 0; round++) {
-    // 2. Candidates on the data as committed now.
-    found = await candidatesWithSummaries(tx, req.query, { ...req.engine, randomize: false });
-    view = new CandidateView(found.candidates, found.summaries, req.pick);
-    considered = Math.max(considered, found.candidates.length);
-    let stale = false;
-    // 3. Each consumer on the best candidate that fits under the locks.
-    while (pending.length > 0) {
-      const consumer = pending[0];
-      const tried = await placeOne(tx, found, view, consumer, highestHeld);
-      stale ||= tried.stale;
-      if (!tried.candidate) break;
-      view.claimed(tried.candidate);
-      placed.push({ consumer, candidate: tried.candidate });
-      highestHeld = Math.max(highestHeld, ...tried.candidate.resources.map((r) => r.providerId));
-      pending = pending.slice(1);
+  while (pending.length > 0) {
+    const consumer = locked.get(pending[0].consumerUuid)!;
+    const tried = await placeOne(tx, found, view, consumer, held);
+    if (!tried.candidate) {
+      if (tried.stale && !last) throw new Stale();
+      break;
     }
-    if (!stale) break;
+    view.claimed(tried.candidate);
+    placed.push({ consumer, candidate: tried.candidate });
+    pending = pending.slice(1);
   }
 
   if (pending.length > 0 && (req.allOrNothing || placed.length === 0)) {
     if (placed.length > 0) throw new ClaimRefused({ reason: "partial", placed: placed.length, wanted: req.consumers.length });
-    throw new ClaimRefused(considered === 0 ? { reason: "no candidates" } : { reason: "no fit", considered });
+    throw new ClaimRefused({ reason: "no fit", considered: found.candidates.length });
   }
   if (pending.length > 0) await deleteConsumersWithoutAllocations(tx, pending.map((c) => locked.get(c.consumerUuid)!.id));
 
-  const claims: ClaimedConsumer[] = [];
-  for (const { consumer } of placed) {
-    const view = (await getConsumerAllocations(tx, consumer.consumerUuid))!;
+  // Shaped from what was written: every provider's generation as this transaction leaves it, each consumer's bumped once.
+  const claims = placed.map(({ consumer, candidate }): ClaimedConsumer => {
     const allocations: ClaimedConsumer["allocations"] = {};
-    for (const a of view.allocations) (allocations[a.providerUuid] ??= { generation: a.providerGeneration, resources: {} }).resources[a.className] = a.used;
-    claims.push({ consumerUuid: consumer.consumerUuid, allocations, consumerGeneration: view.consumerGeneration });
-  }
+    for (const r of candidate.resources) {
+      const entry = (allocations[found.uuidOf(r.providerId)] ??= { generation: held.generations.get(r.providerId)!, resources: {} });
+      entry.resources[found.resourceClassName(r.resourceClassId)] = r.amount;
+    }
+    return { consumerUuid: consumer.uuid, allocations, consumerGeneration: consumer.generation + 1 };
+  });
   const chosen = new Set(placed.map((p) => p.candidate));
-  const alternates = req.alternates > 0 && view && found ? view.ordered().filter((c) => !chosen.has(c)).slice(0, req.alternates) : [];
-  return { claims, unplaced: pending.map((c) => c.consumerUuid), alternates: alternates.map((c) => allocationRequest(found!, c)) };
+  const alternates = req.alternates > 0 ? view.ordered().filter((c) => !chosen.has(c)).slice(0, req.alternates) : [];
+  return { claims, unplaced: pending.map((c) => c.consumerUuid), alternates: alternates.map((c) => allocationRequest(found, c)) };
 }
 
 type Attempt = "claimed" | "busy" | "refused";
@@ -189,14 +223,17 @@ type Attempt = "claimed" | "busy" | "refused";
 /**
  * One consumer: every candidate that fits on what was read, best first, with
  * SKIP LOCKED; then those that were busy, waiting for their locks where the
- * lock order allows (see the header).
+ * lock order allows (see the header). A run of candidates on one provider
+ * each (every candidate of a flat cloud) is locked by one statement that
+ * takes the first of their providers nobody else holds, so K claimers packing
+ * the same hosts pay one round trip, not one per busy host, to find a free one.
  */
 async function placeOne(
   tx: Tx,
-  found: CandidatesResult,
+  found: CollectedAnswer,
   view: CandidateView,
-  consumer: ClaimConsumer,
-  highestHeld: number,
+  consumer: LockedConsumer,
+  held: Held,
 ): Promise<{ candidate?: Candidate; stale: boolean }> {
   let stale = false;
   const busy: Candidate[] = [];
@@ -207,16 +244,26 @@ async function placeOne(
     }
     return a === "claimed";
   };
-  for (const c of view.ordered()) {
-    const a = await attempt(tx, found, consumer, c, "skip");
-    if (outcome(c, a)) return { candidate: c, stale };
-    if (a === "busy") busy.push(c);
+  const ordered = view.ordered();
+  for (let i = 0; i < ordered.length; ) {
+    let end = i;
+    while (end < ordered.length && onOneProvider(ordered[end])) end++;
+    if (end === i) {
+      const c = ordered[i++];
+      const a = await attempt(tx, found, consumer, c, "skip", held);
+      if (outcome(c, a)) return { candidate: c, stale };
+      if (a === "busy") busy.push(c);
+      continue;
+    }
+    const taken = await firstFree(tx, found, consumer, ordered.slice(i, end), held, busy, outcome);
+    if (taken) return { candidate: taken, stale };
+    i = end;
   }
   let mustRestart = false;
   for (const c of busy) {
     if (!view.fits(c)) continue;
-    const waitable = c.resources.every((r) => r.providerId > highestHeld);
-    const a = await attempt(tx, found, consumer, c, waitable ? "wait" : "skip");
+    const waitable = c.resources.every((r) => r.providerId > held.highest);
+    const a = await attempt(tx, found, consumer, c, waitable ? "wait" : "skip", held);
     if (outcome(c, a)) return { candidate: c, stale };
     if (a === "busy") mustRestart = true;
   }
@@ -224,42 +271,106 @@ async function placeOne(
   return { stale };
 }
 
-/** Locks the candidate's providers and writes the consumer's allocation, in a savepoint that a refusal rolls back. */
-async function attempt(tx: Tx, found: CandidatesResult, consumer: ClaimConsumer, c: Candidate, lock: "skip" | "wait"): Promise<Attempt> {
-  const providerIds = [...new Set(c.resources.map((r) => r.providerId))];
-  const request = allocationRequest(found, c);
-  try {
-    await tx.transaction(async (sp) => {
-      const res = await sp.execute(sql`
-        SELECT id FROM resource_providers WHERE id = ANY(${sql.param(providerIds)}::int[])
-        ORDER BY id FOR NO KEY UPDATE ${lock === "skip" ? sql`SKIP LOCKED` : sql``}`);
-      if (res.rows.length < providerIds.length) {
-        // Waiting, a missing row is a provider deleted since it was read.
-        if (lock === "wait") throw new Gone();
-        throw new Busy();
+/**
+ * Providers offered to one first-free statement: enough that K claimers
+ * packing the same hosts find a free one in one round trip, few enough that
+ * ordering them by their place in the list (array_position, linear in the
+ * list) stays cheap on an answer of a thousand hosts.
+ */
+const FIRST_FREE_BATCH = 32;
+
+const onOneProvider = (c: Candidate): boolean => c.resources.length > 0 && c.resources.every((r) => r.providerId === c.resources[0].providerId);
+const providerOf = (c: Candidate): number => c.resources[0].providerId;
+
+/**
+ * Candidates on one provider each, best first: lock the first of their
+ * providers that nobody else holds (one statement per FIRST_FREE_BATCH
+ * providers; SKIP LOCKED, so it never waits), try its candidates, and go on
+ * past it while none fits. Those whose provider was skipped as held by
+ * another writer go to `busy`.
+ */
+async function firstFree(
+  tx: Tx,
+  found: CollectedAnswer,
+  consumer: LockedConsumer,
+  run: Candidate[],
+  held: Held,
+  busy: Candidate[],
+  outcome: (c: Candidate, a: Attempt) => boolean,
+): Promise<Candidate | undefined> {
+  let rest = run;
+  while (rest.length > 0) {
+    const ids = [...new Set(rest.map(providerOf))].slice(0, FIRST_FREE_BATCH);
+    // Rows this transaction holds already are not skipped: they come back first if they come first.
+    const res = await executePrepared<{ id: number; generation: number }>(tx, sql`
+      SELECT id, generation FROM resource_providers WHERE id = ANY(${sql.param(ids)}::int[])
+      ORDER BY array_position(${sql.param(ids)}::int[], id) LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`);
+    const row = res.rows[0];
+    heldNow(held, res.rows);
+    const skipped = new Set(row ? ids.slice(0, ids.indexOf(row.id)) : ids);
+    busy.push(...rest.filter((c) => skipped.has(providerOf(c))));
+    if (row) {
+      for (const c of rest.filter((c) => providerOf(c) === row.id)) {
+        if (outcome(c, await write(tx, found, consumer, c, [row.id], held))) return c;
       }
-      await replaceAllocations(sp, [
-        {
-          consumerUuid: consumer.consumerUuid,
-          projectId: consumer.projectId,
-          userId: consumer.userId,
-          // Checked once when the consumer was created above.
-          generation: undefined,
-          consumerType: consumer.consumerType,
-          allocations: request.allocations,
-        },
-      ], { in: "allocations", consumer: consumer.consumerUuid });
-    });
-    return "claimed";
-  } catch (err) {
-    if (err instanceof Busy) return "busy";
-    // The allocation write service's capacity refusal, or a provider gone: this candidate no longer fits.
-    if (err instanceof CapacityExceeded || err instanceof ProviderNotFound || err instanceof Gone) return "refused";
-    throw err;
+    }
+    rest = rest.filter((c) => !skipped.has(providerOf(c)) && providerOf(c) !== row?.id);
+  }
+  return undefined;
+}
+
+/** Locks the candidate's providers (all of them, in id order), then writes it if it fits under the locks. */
+async function attempt(tx: Tx, found: CollectedAnswer, consumer: LockedConsumer, c: Candidate, lock: "skip" | "wait", held: Held): Promise<Attempt> {
+  const providerIds = [...new Set(c.resources.map((r) => r.providerId))];
+  const res = await executePrepared<{ id: number; generation: number }>(tx, sql`
+    SELECT id, generation FROM resource_providers WHERE id = ANY(${sql.param(providerIds)}::int[])
+    ORDER BY id FOR NO KEY UPDATE ${lock === "skip" ? sql`SKIP LOCKED` : sql``}`);
+  heldNow(held, res.rows);
+  // Waiting, a missing row is a provider deleted since the answer: this candidate no longer fits.
+  if (res.rows.length < providerIds.length) return lock === "wait" ? "refused" : "busy";
+  return write(tx, found, consumer, c, providerIds, held);
+}
+
+function heldNow(held: Held, rows: ReadonlyArray<{ id: number; generation: number }>): void {
+  for (const row of rows) {
+    held.generations.set(row.id, row.generation);
+    held.highest = Math.max(held.highest, row.id);
   }
 }
 
-function allocationRequest(found: CandidatesResult, c: Candidate): AllocationRequest {
+/**
+ * The consumer's allocation of `c`, whose providers this transaction holds:
+ * one statement, which writes nothing when `c` no longer fits, so neither
+ * outcome leaves the transaction unusable.
+ */
+async function write(tx: Tx, found: CollectedAnswer, consumer: LockedConsumer, c: Candidate, providerIds: number[], held: Held): Promise<Attempt> {
+  const classIds = new Map(c.resources.map((r) => [found.resourceClassName(r.resourceClassId), r.resourceClassId]));
+  try {
+    await writeWithinCapacity(
+      tx,
+      c.resources.map((r) => ({
+        consumerId: consumer.id,
+        providerId: r.providerId,
+        providerUuid: found.uuidOf(r.providerId),
+        className: found.resourceClassName(r.resourceClassId),
+        classId: r.resourceClassId,
+        used: r.amount,
+      })),
+      [],
+      classIds,
+      providerIds.map((id) => ({ id, uuid: found.uuidOf(id) })),
+      [consumer],
+    );
+  } catch (err) {
+    // The capacity rule's refusal (someone took the room, or the inventory went, since the answer): nothing was written.
+    if (err instanceof CapacityExceeded) return "refused";
+    throw err;
+  }
+  for (const id of providerIds) held.generations.set(id, held.generations.get(id)! + 1);
+  return "claimed";
+}
+
+function allocationRequest(found: CollectedAnswer, c: Candidate): AllocationRequest {
   const allocations: Record<string, Resources> = {};
   for (const r of c.resources) (allocations[found.uuidOf(r.providerId)] ??= {})[found.resourceClassName(r.resourceClassId)] = r.amount;
   const mappings: Record<string, string[]> = {};

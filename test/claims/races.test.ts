@@ -129,6 +129,31 @@ describe.each(["one process", "two processes"])("claim races (%s)", (mode) => {
     expect(await brokenInvariants(t)).toEqual([]);
   });
 
+  it("as many as fit: claims of four instances fill a cloud exactly, every acknowledged instance written", async () => {
+    await emptyCloud();
+    // 5 x 3 = 15 slots: not a multiple of four, so the last claims are partial.
+    for (let i = 0; i < 5; i++) await createProvider(t, { VCPU: { total: 3 }, MEMORY_MB: { total: 3072 } });
+    const replies = await fill(send, "resources=VCPU:1,MEMORY_MB:1024", () =>
+      claimBody({ pick: "pack", all_or_nothing: false }, [consumer(), consumer(), consumer(), consumer()]),
+    );
+    expect(replies.filter((r) => r.status !== 200 && r.status !== 409).map((r) => r.body)).toEqual([]);
+    noEarly409(replies);
+    const ok = replies.filter((r) => r.status === 200);
+    const claimed = ok.flatMap((r) => r.body.claims);
+    expect(claimed).toHaveLength(15);
+    for (const r of ok) expect(r.body.claims.length + r.body.unplaced.length).toBe(4);
+    for (const c of claimed) {
+      const answered = Object.fromEntries(Object.entries(c.allocations).map(([rp, a]: [string, any]) => [rp, a.resources]));
+      expect(await allocationsOf(t, c.consumer_uuid)).toEqual(answered);
+    }
+    // The unplaced consumers were not left behind.
+    const unplaced = ok.flatMap((r) => r.body.unplaced as string[]);
+    expect(await t.sql("SELECT uuid FROM consumers WHERE uuid = ANY($1)", [unplaced])).toEqual([]);
+    expect(await t.sql("SELECT count(*)::int AS n FROM consumers")).toEqual([{ n: 15 }]);
+    expect(await t.sql("SELECT sum(free)::int AS free FROM provider_capacity WHERE resource_class = 'VCPU'")).toEqual([{ free: 0 }]);
+    expect(await brokenInvariants(t)).toEqual([]);
+  });
+
   it("claims racing ordinary writes that span two providers neither deadlock nor overcommit", async () => {
     await emptyCloud();
     const nodes: Provider[] = [];

@@ -19,6 +19,8 @@ import type { ProviderDetails, ViewProvider, ViewRead } from "./cloud-view.js";
 import type { IdsByName } from "./sql/tree-loads.js";
 
 export interface FlatAnchor {
+  /** The provider's id (what a caller that locks and writes the candidate names it by). */
+  id: number;
   /** The kept object itself (the same object until the provider changes), so renderers can key on it. */
   details: ProviderDetails;
   /** Non-zero usage as [classId, used, classId, used, ...]; classes without usage are absent (undefined when the provider has none). */
