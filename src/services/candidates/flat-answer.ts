@@ -16,7 +16,7 @@ import { allows, isEmptyExpression, type MembershipExpression } from "../rules/m
 import { inTree, rootTraitExpression } from "../rules/trees.js";
 import { shuffle } from "./combine.js";
 import type { ProviderDetails, ViewProvider, ViewRead } from "./cloud-view.js";
-import type { IdsByName } from "./sql/tree-loads.js";
+import type { IdsByName } from "./sql/names.js";
 
 export interface FlatAnchor {
   /** The kept object itself (the same object until the provider changes), so renderers can key on it. */

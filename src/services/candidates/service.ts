@@ -134,7 +134,7 @@ export class CandidatesService {
   }
 }
 
-/** The trait and aggregate names the view looks up for `query` (as the engine's lookup, sql.ts lookupNames). */
+/** The trait and aggregate names the view looks up for `query` (as the engine's lookup, sql/names.ts lookupNames). */
 export function viewNames(query: CandidatesQuery): ViewNames {
   const { groups, params } = query;
   return {
