@@ -8,7 +8,7 @@ import type { Queryable } from "../db/database.js";
 import type { ProviderListFilters } from "../query/provider-filters.js";
 import { unique } from "../query/values.js";
 import { aggregateConditions, capacityCondition, traitConditions } from "./candidates/conditions.js";
-import { lookupNames } from "./candidates/sql/tree-loads.js";
+import { lookupNames } from "./candidates/sql/names.js";
 import { ClassNotFound, TraitNotFound } from "./errors.js";
 
 const RP_ID = "resource_providers.id";

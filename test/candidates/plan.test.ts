@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { Microversion } from "../../src/http/microversion.js";
 import { parseCandidatesQuery, type CandidatesQuery } from "../../src/query/request-groups.js";
 import { EMPTY, planBatch, resourcelessProviders, type Members, type Planned, type Scope } from "../../src/services/candidates/plan.js";
-import type { IdsByName, TreeInventory } from "../../src/services/candidates/sql/tree-loads.js";
+import type { IdsByName } from "../../src/services/candidates/sql/names.js";
+import type { TreeInventory } from "../../src/services/candidates/sql/tree-loads.js";
 
 const VCPU = 0;
 const DISK = 2;

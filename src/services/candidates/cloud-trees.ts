@@ -1,7 +1,7 @@
 /**
  * The trees of the cloud view's copy (cloud-view.ts), as the general plan
  * reads them (view-tree-reads.ts): each tree's providers, inventories and
- * trait names in the form of a tree load from the database (sql.ts
+ * trait names in the form of a tree load from the database (sql/tree-loads.ts
  * TreeData), made once and kept until one of its providers changes.
  *
  * A request reads its trees over several turns of the event loop (batch

@@ -3,7 +3,7 @@
  * transaction of the caller's) and generate candidates lazily. Placement's
  * semantics, reimplemented for speed:
  * 1. One lookup of the named classes, traits, aggregates and in_tree
- *    providers, with the cloud's shape (sql.ts lookupNames); a request with
+ *    providers, with the cloud's shape (sql/names.ts lookupNames); a request with
  *    an unknown name gets Placement's 400 or its empty answer
  *    (unknown-names.ts).
  * 2. A source of anchor trees, the first of the database's answer paths
@@ -28,7 +28,7 @@ import { SHARING_TRAIT } from "./cloud-shape.js";
 import { classNamesOf, emptyResult, type CandidatesResult, type EngineOptions } from "./generate.js";
 import { DATABASE_PATHS, firstTaking } from "./paths/chooser.js";
 import type { DatabasePath } from "./paths/path.js";
-import { lookupNames } from "./sql/tree-loads.js";
+import { lookupNames } from "./sql/names.js";
 import { groupTraits, namesKnown, refuseUnknownName } from "./unknown-names.js";
 
 export type { CandidatesResult, EngineOptions, ProviderSummary } from "./generate.js";

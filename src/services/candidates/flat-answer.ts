@@ -16,7 +16,7 @@ import { allows, isEmptyExpression, type MembershipExpression } from "../rules/m
 import { inTree, rootTraitExpression } from "../rules/trees.js";
 import { shuffle } from "./combine.js";
 import type { ProviderDetails, ViewProvider, ViewRead } from "./cloud-view.js";
-import type { IdsByName } from "./sql/tree-loads.js";
+import type { IdsByName } from "./sql/names.js";
 
 export interface FlatAnchor {
   /** The provider's id (what a caller that locks and writes the candidate names it by). */

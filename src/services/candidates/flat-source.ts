@@ -17,7 +17,8 @@ import type { GroupOption } from "./combine.js";
 import { generate, inTreeRoots, classNamesOf, type CandidatesResult, type EngineOptions } from "./generate.js";
 import { inTreeSql, rootTraitExpression } from "../rules/trees.js";
 import { aggregateConditions, capacityForAll, traitConditions } from "./conditions.js";
-import { loadTrees, type IdsByName, type TreeData } from "./sql/tree-loads.js";
+import type { IdsByName } from "./sql/names.js";
+import { loadTrees, type TreeData } from "./sql/tree-loads.js";
 
 const RP_ID = "rp.id";
 

@@ -17,7 +17,8 @@ import { spreadOptions, type GroupOption } from "./combine.js";
 import { classNamesOf, generate, inTreeRoots, type AnchorSource, type CandidatesResult, type EngineOptions } from "./generate.js";
 import { IdMap } from "./id-map.js";
 import { EMPTY, planBatch, resourcelessProviders, type Members, type Scope } from "./plan.js";
-import type { IdsByName, TreeData } from "./sql/tree-loads.js";
+import type { IdsByName } from "./sql/names.js";
+import type { TreeData } from "./sql/tree-loads.js";
 import type { TreeReads } from "./tree-reads.js";
 
 export type { Members } from "./plan.js";

@@ -9,7 +9,8 @@ import type { CandidatesQuery } from "../../query/request-groups.js";
 import type { AnswerShape } from "./answer-shape.js";
 import { candidateKey, mergeGroups, roundRobin, shuffle, sortByKey, type Candidate, type GroupOption } from "./combine.js";
 import { IdMap, IdSet } from "./id-map.js";
-import type { IdsByName, TreeData, TreeInventory, TreeProvider } from "./sql/tree-loads.js";
+import type { IdsByName } from "./sql/names.js";
+import type { TreeData, TreeInventory, TreeProvider } from "./sql/tree-loads.js";
 
 export interface EngineOptions {
   /** The answer's shape; the search reads its `tree` (1.29: candidates may take resources from several providers of one tree). */

@@ -14,7 +14,8 @@ import { canTake } from "../rules/capacity.js";
 import { allows, isEmptyExpression } from "../rules/memberships.js";
 import { inTree, rootTraitExpression } from "../rules/trees.js";
 import { sortByKey, type GroupOption, type ResourceRequest } from "./combine.js";
-import type { IdsByName, TreeInventory } from "./sql/tree-loads.js";
+import type { IdsByName } from "./sql/names.js";
+import type { TreeInventory } from "./sql/tree-loads.js";
 
 /** Per group: the options of each anchor tree, or (unsuffixed group over trees) the per-class choices to spread over. */
 export type GroupPlan =

@@ -13,11 +13,11 @@
  * - "tree-view": on a cloud with trees or sharing providers, the general
  *   plan (general-source.ts) over the copy's trees (view-tree-reads.ts).
  * - the database's paths through the engine (engine.ts), in one read-only
- *   repeatable-read snapshot of the database, for the rest: a request naming a class or trait that does not
- *   exist (unknown-names.ts says whether Placement refuses it), a
- *   resourceless group on a flat cloud, and a cloud too large to copy. Its
- *   name lookup sees the shape again: "flat-source" (flat-source.ts) takes
- *   a flat cloud, "general" any other.
+ *   repeatable-read snapshot of the database, for the rest: a request
+ *   naming a class or trait that does not exist (unknown-names.ts says
+ *   whether Placement refuses it), a resourceless group on a flat cloud,
+ *   and a cloud too large to copy. Its name lookup sees the shape again:
+ *   "flat-source" (flat-source.ts) takes a flat cloud, "general" any other.
  * Either way the answer leaves through one sink (CandidatesSink), candidate
  * by candidate as the general plan finds them (so the body of a large answer
  * leaves while the search goes on), or whole from the flat pass.
@@ -142,7 +142,7 @@ export class CandidatesService {
   }
 }
 
-/** The trait and aggregate names the view looks up for `query` (as the engine's lookup, sql.ts lookupNames). */
+/** The trait and aggregate names the view looks up for `query` (as the engine's lookup, sql/names.ts lookupNames). */
 export function viewNames(query: CandidatesQuery): ViewNames {
   const { groups, params } = query;
   return {

@@ -11,7 +11,8 @@
  * one before.
  */
 import type { Queryable } from "../../db/database.js";
-import { loadTreeRangeTexts, loadTrees, loadTreesAfter, loadTreeTexts, memberships, readTrees, rootIdsAfter, rootsOf, sharingAnchors, type TreeData } from "./sql/tree-loads.js";
+import { memberships, rootsOf, sharingAnchors } from "./sql/memberships.js";
+import { loadTreeRangeTexts, loadTrees, loadTreesAfter, loadTreeTexts, readTrees, rootIdsAfter, type TreeData } from "./sql/tree-loads.js";
 
 /** A batch's roots and their trees. */
 export interface Loaded {
@@ -22,7 +23,7 @@ export interface Loaded {
 export interface TreeReads {
   /** Provider id to the subset of `traitIds` it has and to the subset of `aggregateIds` it is in. */
   memberships(traitIds: number[], aggregateIds: number[]): Promise<{ traits: Map<number, Set<number>>; aggregates: Map<number, Set<number>> }>;
-  /** Per sharing provider, the roots of the trees it anchors into (sql.ts sharingAnchors). */
+  /** Per sharing provider, the roots of the trees it anchors into (sql/memberships.ts sharingAnchors). */
   sharingAnchors(sharingIds: number[]): Promise<Map<number, number[]>>;
   /** Provider id to root id, in provider id order. */
   rootsOf(ids: number[]): Promise<Map<number, number>>;

@@ -24,7 +24,7 @@ import type { CandidatesQuery, RequestGroup } from "../../query/request-groups.j
 import { ClassNotFound, TraitNotFound } from "../errors.js";
 import { expressionSql, idsSql } from "../rules/memberships.js";
 import { rootTraitExpression } from "../rules/trees.js";
-import type { IdsByName } from "./sql/tree-loads.js";
+import type { IdsByName } from "./sql/names.js";
 
 /** A group's trait names, required (any-of lists flattened) then forbidden: Placement's lookup order. */
 export const groupTraits = (g: RequestGroup) => [...g.traits.required.flat(), ...g.traits.forbidden];

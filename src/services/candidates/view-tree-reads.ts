@@ -13,7 +13,8 @@
  * as they were (ViewTrees never changes).
  */
 import type { ViewTree, ViewTrees } from "./cloud-trees.js";
-import { addTo, type TreeData } from "./sql/tree-loads.js";
+import { addTo } from "./sql/memberships.js";
+import type { TreeData } from "./sql/tree-loads.js";
 import type { Loaded, TreeReads } from "./tree-reads.js";
 
 /** Reads of `trees`, whose classes are named by `classNames` (the request's read of the view); `between` is awaited before every batch but the first. */

@@ -22,7 +22,7 @@ import type { Candidate } from "../combine.js";
 import type { ViewRead } from "../cloud-view.js";
 import type { FlatAnswer } from "../flat-answer.js";
 import { emptyResult, type CandidatesResult, type EngineOptions, type NamesById } from "../generate.js";
-import type { IdsByName } from "../sql/tree-loads.js";
+import type { IdsByName } from "../sql/names.js";
 
 /** Where an answer goes: the route's body writer, or anything else that renders candidates. */
 export interface CandidatesSink {

@@ -1,22 +1,17 @@
 /**
- * The set-based reads of the candidates engine. Each function is one query
- * over whole sets of providers (never one query per provider), so a request
+ * The engine's tree loads. Each of the engine's reads is one query over
+ * whole sets of providers (never one query per provider), so a request
  * costs a handful of round trips whatever the number of providers:
- * lookupNames, memberships, (sharingAnchors, rootsOf when needed), then per
- * batch of trees one loadTreesAfter (its roots and their trees), whose
- * inventories the engine checks for capacity itself (the batch needs them
- * all for summaries and combining anyway); without a limit, every root at
- * once (rootIdsAfter) and, per batch, its run of roots' trees
- * (loadTreeRangeTexts), asked for ahead and sent one after another
- * (tree-reads.ts). On a flat cloud flat-source.ts
- * replaces the batches with a single filter (conditions.ts).
+ * lookupNames (names.ts), memberships (and sharingAnchors, rootsOf when
+ * needed; memberships.ts), then per batch of trees one loadTreesAfter (its
+ * roots and their trees), whose inventories the engine checks for capacity
+ * itself (the batch needs them all for summaries and combining anyway);
+ * without a limit, every root at once (rootIdsAfter) and, per batch, its
+ * run of roots' trees (loadTreeRangeTexts), asked for ahead and sent one
+ * after another (tree-reads.ts). On a flat cloud flat-source.ts replaces the
+ * batches with a single filter (conditions.ts).
  *
  * Plans on PostgreSQL 15 with the migration's indexes:
- * - lookupNames: index scans of the name and uuid keys, and
- *   resource_providers_parent_provider_id_idx with LIMIT 1.
- * - memberships: index scans of resource_provider_traits_trait_id_idx and
- *   resource_provider_aggregates_aggregate_id_idx for only the traits and
- *   aggregates the request names.
  * - loadTreesAfter: the batch's roots by resource_providers_pkey in order,
  *   filtered on no parent, LIMIT; then its trees as in loadTrees, the range
  *   taken from the roots' smallest and largest id.
@@ -29,138 +24,14 @@
  *   Capacity is not a query of its own joined to the batch's trees: the
  *   planner estimates the join of a few request rows with inventories at one
  *   row and runs it as an index probe per inventory.
- * (The plans named are the generic plans PostgreSQL keeps for these named
- * statements, as well as their custom plans.)
  * Usage is `inventories.used`, which triggers keep equal to the sum of the
  * allocations (migration inventory_usage_triggers): neither read touches
  * `allocations`, so their cost does not grow with the number of allocations.
  */
 import { sql } from "drizzle-orm";
 import type { Queryable } from "../../../db/database.js";
-import { executePrepared } from "../../../db/prepared.js";
-import { readShapeRow, SHAPE_ROWS, type CloudShape } from "../cloud-shape.js";
 import { inventoryTextSql, readInventory, Words } from "./inventory-text.js";
-
-/**
- * Every statement here has a fixed text (values are parameters), so each runs
- * as a named statement (db/prepared.ts), `name`: planned again at each
- * execution, a batch's statement spent a millisecond or two planning before
- * it ran, on the path every batch waits on, where the generic plan, chosen
- * after the first few, is the same index plan.
- */
-async function rows<T>(tx: Queryable, name: string, query: ReturnType<typeof sql>): Promise<T[]> {
-  return (await executePrepared(tx, query, name)).rows as T[];
-}
-
-/** The ids of the names a request gives (each map absent the unknown ones), and the cloud's shape. */
-export interface IdsByName extends CloudShape {
-  resourceClasses: Map<string, number>;
-  traits: Map<string, number>;
-  aggregates: Map<string, number>;
-  /** in_tree provider uuid to its root's id. */
-  treeRoots: Map<string, number>;
-}
-
-/** The kinds of lookupNames' rows (and SHAPE_ROWS'). */
-const NAME_ROW = { resourceClass: "resource_class", trait: "trait", aggregate: "aggregate", treeRoot: "tree_root" } as const;
-
-/** Ids of the named classes, traits, aggregates and in_tree providers, and the cloud's shape, in one round trip. */
-export async function lookupNames(
-  tx: Queryable,
-  classes: string[],
-  traitNames: string[],
-  aggregateUuids: string[],
-  inTreeUuids: string[] = [],
-): Promise<IdsByName> {
-  const found = await rows<{ kind: string; id: number; name: string }>(
-    tx,
-    "ac_lookup_names",
-    sql`SELECT ${sql.raw(`'${NAME_ROW.resourceClass}'`)} AS kind, id, name FROM resource_classes WHERE name = ANY(${sql.param(classes)}::varchar[])
-        UNION ALL SELECT ${sql.raw(`'${NAME_ROW.trait}'`)}, id, name FROM traits WHERE name = ANY(${sql.param(traitNames)}::varchar[])
-        UNION ALL SELECT ${sql.raw(`'${NAME_ROW.aggregate}'`)}, id, uuid FROM aggregates WHERE uuid = ANY(${sql.param(aggregateUuids)}::varchar[])
-        UNION ALL SELECT ${sql.raw(`'${NAME_ROW.treeRoot}'`)}, root_provider_id, uuid FROM resource_providers WHERE uuid = ANY(${sql.param(inTreeUuids)}::varchar[])
-        UNION ALL ${sql.raw(SHAPE_ROWS)}`,
-  );
-  const out: IdsByName = {
-    resourceClasses: new Map(),
-    traits: new Map(),
-    aggregates: new Map(),
-    treeRoots: new Map(),
-    hasTrees: false,
-    hasSharing: false,
-  };
-  for (const r of found) {
-    if (r.kind === NAME_ROW.resourceClass) out.resourceClasses.set(r.name, r.id);
-    else if (r.kind === NAME_ROW.trait) out.traits.set(r.name, r.id);
-    else if (r.kind === NAME_ROW.aggregate) out.aggregates.set(r.name, r.id);
-    else if (r.kind === NAME_ROW.treeRoot) out.treeRoots.set(r.name, r.id);
-    else readShapeRow(r.kind, out);
-  }
-  return out;
-}
-
-/** Provider id to the subset of `traitIdList` it has and to the subset of `aggregateIdList` it is in, in one round trip. */
-export async function memberships(
-  tx: Queryable,
-  traitIdList: number[],
-  aggregateIdList: number[],
-): Promise<{ traits: Map<number, Set<number>>; aggregates: Map<number, Set<number>> }> {
-  const out = { traits: new Map<number, Set<number>>(), aggregates: new Map<number, Set<number>>() };
-  if (traitIdList.length === 0 && aggregateIdList.length === 0) return out;
-  const found = await rows<{ kind: string; rp: number; id: number }>(
-    tx,
-    "ac_memberships",
-    sql`SELECT ${sql.raw(`'${NAME_ROW.trait}'`)} AS kind, resource_provider_id AS rp, trait_id AS id FROM resource_provider_traits
-        WHERE trait_id = ANY(${sql.param(traitIdList)}::int[])
-        UNION ALL
-        SELECT ${sql.raw(`'${NAME_ROW.aggregate}'`)}, resource_provider_id, aggregate_id FROM resource_provider_aggregates
-        WHERE aggregate_id = ANY(${sql.param(aggregateIdList)}::int[])`,
-  );
-  for (const r of found) addTo(r.kind === NAME_ROW.trait ? out.traits : out.aggregates, r.rp, r.id);
-  return out;
-}
-
-/**
- * For sharing providers, the roots of every tree holding a provider that shares
- * an aggregate with them (their own root included when they are in an aggregate):
- * the trees they can "anchor" into.
- */
-export async function sharingAnchors(tx: Queryable, sharingIds: number[]): Promise<Map<number, number[]>> {
-  const out = new Map<number, number[]>();
-  if (sharingIds.length === 0) return out;
-  // One text of "rp anchor" pairs, not a row per pair: a sharing provider in an aggregate of a
-  // hundred trees gives a hundred, and the driver's parsing of rows cost more than the statement.
-  const [found] = await rows<{ pairs: string | null }>(
-    tx,
-    "ac_sharing_anchors",
-    sql`SELECT string_agg(rp || ' ' || anchor, ' ' ORDER BY rp, anchor) AS pairs FROM (
-          SELECT DISTINCT sa.resource_provider_id AS rp, other.root_provider_id AS anchor
-          FROM resource_provider_aggregates sa
-          JOIN resource_provider_aggregates oa ON oa.aggregate_id = sa.aggregate_id
-          JOIN resource_providers other ON other.id = oa.resource_provider_id
-          WHERE sa.resource_provider_id = ANY(${sql.param(sharingIds)}::int[])
-        ) pair`,
-  );
-  for (const r = new Words(found?.pairs); r.more(); ) {
-    const rp = r.int();
-    const anchor = r.int();
-    const list = out.get(rp);
-    if (list === undefined) out.set(rp, [anchor]);
-    else list.push(anchor);
-  }
-  return out;
-}
-
-/** Provider id to root id for the given providers. */
-export async function rootsOf(tx: Queryable, ids: number[]): Promise<Map<number, number>> {
-  if (ids.length === 0) return new Map();
-  const found = await rows<{ id: number; root: number }>(
-    tx,
-    "ac_roots_of",
-    sql`SELECT id, root_provider_id AS root FROM resource_providers WHERE id = ANY(${sql.param(ids)}::int[]) ORDER BY id`,
-  );
-  return new Map(found.map((r) => [r.id, r.root]));
-}
+import { namedRows } from "./statement.js";
 
 export interface TreeProvider {
   id: number;
@@ -210,7 +81,7 @@ export async function loadTreeTexts(tx: Queryable, rootIds: number[]): Promise<T
   if (rootIds.length === 0) return undefined;
   const lowest = rootIds.reduce((a, b) => Math.min(a, b));
   const highest = rootIds.reduce((a, b) => Math.max(a, b));
-  const [found] = await rows<TreeTexts>(
+  const [found] = await namedRows<TreeTexts>(
     tx,
     "ac_load_trees",
     // The range is redundant but for the planner: it makes the estimate small, so a batch of a few
@@ -234,7 +105,7 @@ export async function loadTreeTexts(tx: Queryable, rootIds: number[]): Promise<T
  * a batch's load in timings of the statement alone).
  */
 export async function loadTreeRangeTexts(tx: Queryable, lowest: number, highest: number, except: number[]): Promise<TreeTexts | undefined> {
-  const [found] = await rows<TreeTexts>(
+  const [found] = await namedRows<TreeTexts>(
     tx,
     "ac_load_tree_range",
     // `root_provider_id + 0 >= lowest` is always true, but the planner cannot know it and estimates
@@ -264,7 +135,7 @@ export async function loadTreeRangeTexts(tx: Queryable, lowest: number, highest:
  */
 export async function loadTreesAfter(tx: Queryable, afterId: number, count: number | undefined, except: number[]): Promise<{ roots: number[]; data: TreeData }> {
   const limit = count === undefined ? sql`` : sql`LIMIT ${count}`;
-  const [found] = await rows<TreeTexts & { r: string | null }>(
+  const [found] = await namedRows<TreeTexts & { r: string | null }>(
     tx,
     "ac_load_trees_after",
     sql`WITH r AS MATERIALIZED (
@@ -281,7 +152,7 @@ export async function loadTreesAfter(tx: Queryable, afterId: number, count: numb
 
 /** Every root provider after `afterId`, in id order (one text, as loadTreesAfter gives a batch's). */
 export async function rootIdsAfter(tx: Queryable, afterId: number): Promise<number[]> {
-  const [found] = await rows<{ r: string | null }>(
+  const [found] = await namedRows<{ r: string | null }>(
     tx,
     "ac_root_ids_after",
     sql`SELECT string_agg(id::text, ' ' ORDER BY id) AS r FROM resource_providers WHERE parent_provider_id IS NULL AND id > ${afterId}`,
@@ -343,10 +214,4 @@ export function readTrees(found: TreeTexts | undefined): TreeData {
   }
   data.providers.sort((a, b) => a.id - b.id);
   return data;
-}
-
-export function addTo(map: Map<number, Set<number>>, key: number, value: number): void {
-  let set = map.get(key);
-  if (!set) map.set(key, (set = new Set()));
-  set.add(value);
 }
