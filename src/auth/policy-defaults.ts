@@ -138,7 +138,7 @@ export const API_RULES = [
 /** The rule names handlers may ask for: authorize() takes only these, so a misspelt rule does not compile. */
 export type ApiRuleName = (typeof API_RULES)[number]["name"];
 
-/** Rules of this server's extensions beside the Placement API (README "Extensions"), not Placement's own. */
+/** Rules of this server's extensions beside the Placement API (docs/extensions.md), not Placement's own. */
 export const EXTENSION_RULES = new Set(["placement:claims:create", "placement:changes:list", "placement:allocation_candidates:explain"]);
 
 export const ALL_RULES: RuleDefault[] = [...BASE_RULES, ...API_RULES];

@@ -86,7 +86,7 @@ export interface SessionLimits {
    * on whichever server connection ran it, for other clients, and PgBouncer refuses the start-up packet's
    * settings anyway ("unsupported startup parameter"): the limits are set per transaction instead
    * (SET LOCAL in inTransaction), and single statements outside one get the server's own settings for the
-   * role or database (ALTER ROLE ... SET statement_timeout, see the README).
+   * role or database (ALTER ROLE ... SET statement_timeout, see docs/operating.md).
    */
   transactionPooler?: boolean;
 }

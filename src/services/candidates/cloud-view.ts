@@ -128,7 +128,7 @@ const MAX_PROVIDERS = 100_000;
  * provider), so the copy is bounded lower than a flat one: over those
  * 10,000 trees the server's peak resident memory was about 200 MB during
  * the 80,000-candidate answer, under the 256 MB its heap is set up for
- * (README, `npm start`).
+ * (docs/memory.md).
  */
 const MAX_TREE_PROVIDERS = 60_000;
 
