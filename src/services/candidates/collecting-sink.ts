@@ -71,9 +71,15 @@ export class CollectingSink implements CandidatesSink {
       resources: [...g.resources].map(([name, amount]) => ({ classId: classIds.get(name)!, amount })),
     }));
     const single = groups.length === 1;
-    const anchors = new Map(answer.anchors.map((a) => [a.id, a]));
+    // The anchors of the candidates built so far: every provider a claim asks about is one of theirs.
+    const anchors = new Map<number, FlatAnchor>();
+    const anchor = (id: number): FlatAnchor | undefined => {
+      if (!anchors.has(id)) for (const a of answer.anchors) anchors.set(a.id, a);
+      return anchors.get(id);
+    };
     const built: Array<Candidate | undefined> = [];
     const build = (a: FlatAnchor): Candidate => {
+      anchors.set(a.id, a);
       const resources = sums.map((s) => ({ providerId: a.id, resourceClassId: s.classId, amount: s.amount }));
       const providers = [a.id];
       return {
@@ -92,11 +98,11 @@ export class CollectingSink implements CandidatesSink {
       size: answer.anchors.length,
       candidate: (i) => (built[i] ??= build(answer.anchors[i])),
       room: (providerId, classId) => {
-        const a = anchors.get(providerId);
+        const a = anchor(providerId);
         if (!a || !sums.some((s) => s.classId === classId)) return undefined;
         return { capacity: pairValue(a.details.inventories, classId), used: pairValue(a.used, classId) };
       },
-      uuidOf: (id) => anchors.get(id)!.details.uuid,
+      uuidOf: (id) => anchor(id)!.details.uuid,
       resourceClassName: (id) => answer.classNames.get(id)!,
     };
   }
