@@ -9,8 +9,12 @@
  *    /allocation_candidates answers them (the same paths, the cloud view
  *    brought up to date from the change feed), into a sink that keeps them
  *    (candidates/collecting-sink.ts); CandidateView orders them for the
- *    pick. No answer at all is a 409 at once, at the cost of an empty
- *    candidates answer.
+ *    pick. A claim mostly takes one of the first candidates it tries, so
+ *    both are lazy: a flat answer keeps its anchors and builds a candidate
+ *    when it is first tried, and pick random or first checks and hands out
+ *    candidates one at a time (pack and spread must sort them all first).
+ *    No answer at all is a 409 at once, at the cost of an empty candidates
+ *    answer.
  * 2. One short write transaction (READ COMMITTED, so every statement sees
  *    what has been committed before it): the claim's consumers are created
  *    and locked (upsertConsumers, uuid order), exactly as the allocation
@@ -139,8 +143,8 @@ export async function claim(store: Store, candidates: Pick<CandidatesAnswerer, "
     const sink = new CollectingSink(req.query);
     await candidates.answer(req.query, req.shape, sink);
     const found = sink.answer();
-    if (found.candidates.length === 0) throw new ClaimRefused(considered === 0 ? { reason: "no candidates" } : { reason: "no fit", considered });
-    considered = Math.max(considered, found.candidates.length);
+    if (found.size === 0) throw new ClaimRefused(considered === 0 ? { reason: "no candidates" } : { reason: "no fit", considered });
+    considered = Math.max(considered, found.size);
     // 2. One transaction on it; 3. undefined: stale, answer again.
     const outcome = await writeRound(store, found, req, round === MAX_ROUNDS);
     if (outcome) return outcome;
@@ -182,7 +186,7 @@ async function claimIn(tx: Tx, found: CollectedAnswer, req: ClaimRequest, last: 
   }
 
   // Made per transaction: a restarted one starts again from the answer as it came.
-  const view = new CandidateView(found.candidates, found.rooms, req.pick);
+  const view = new CandidateView(found, req.pick);
   const held: Held = { generations: new Map(), highest: 0 };
   const placed: Array<{ consumer: LockedConsumer; candidate: Candidate }> = [];
   let pending = [...req.consumers];
@@ -200,7 +204,7 @@ async function claimIn(tx: Tx, found: CollectedAnswer, req: ClaimRequest, last: 
 
   if (pending.length > 0 && (req.allOrNothing || placed.length === 0)) {
     if (placed.length > 0) throw new ClaimRefused({ reason: "partial", placed: placed.length, wanted: req.consumers.length });
-    throw new ClaimRefused({ reason: "no fit", considered: found.candidates.length });
+    throw new ClaimRefused({ reason: "no fit", considered: found.size });
   }
   if (pending.length > 0) await deleteConsumersWithoutAllocations(tx, pending.map((c) => locked.get(c.consumerUuid)!.id));
 
@@ -214,7 +218,13 @@ async function claimIn(tx: Tx, found: CollectedAnswer, req: ClaimRequest, last: 
     return { consumerUuid: consumer.uuid, allocations, consumerGeneration: consumer.generation + 1 };
   });
   const chosen = new Set(placed.map((p) => p.candidate));
-  const alternates = req.alternates > 0 ? view.ordered().filter((c) => !chosen.has(c)).slice(0, req.alternates) : [];
+  const alternates: Candidate[] = [];
+  if (req.alternates > 0) {
+    for (const c of view.ordered()) {
+      if (alternates.length === req.alternates) break;
+      if (!chosen.has(c)) alternates.push(c);
+    }
+  }
   return { claims, unplaced: pending.map((c) => c.consumerUuid), alternates: alternates.map((c) => allocationRequest(found, c)) };
 }
 
@@ -244,20 +254,17 @@ async function placeOne(
     }
     return a === "claimed";
   };
-  const ordered = view.ordered();
-  for (let i = 0; i < ordered.length; ) {
-    let end = i;
-    while (end < ordered.length && onOneProvider(ordered[end])) end++;
-    if (end === i) {
-      const c = ordered[i++];
-      const a = await attempt(tx, found, consumer, c, "skip", held);
-      if (outcome(c, a)) return { candidate: c, stale };
-      if (a === "busy") busy.push(c);
+  const ordered = new Lookahead(view.ordered());
+  for (let c = ordered.peek(); c !== undefined; c = ordered.peek()) {
+    if (onOneProvider(c)) {
+      const taken = await firstFree(tx, found, consumer, ordered, held, busy, outcome);
+      if (taken) return { candidate: taken, stale };
       continue;
     }
-    const taken = await firstFree(tx, found, consumer, ordered.slice(i, end), held, busy, outcome);
-    if (taken) return { candidate: taken, stale };
-    i = end;
+    ordered.next();
+    const a = await attempt(tx, found, consumer, c, "skip", held);
+    if (outcome(c, a)) return { candidate: c, stale };
+    if (a === "busy") busy.push(c);
   }
   let mustRestart = false;
   for (const c of busy) {
@@ -282,41 +289,69 @@ const FIRST_FREE_BATCH = 32;
 const onOneProvider = (c: Candidate): boolean => c.resources.length > 0 && c.resources.every((r) => r.providerId === c.resources[0].providerId);
 const providerOf = (c: Candidate): number => c.resources[0].providerId;
 
+/** An iterator that can be looked into one step ahead. */
+class Lookahead<T> {
+  private head: IteratorResult<T, void> | undefined;
+
+  constructor(private readonly it: Iterator<T, void>) {}
+
+  peek(): T | undefined {
+    this.head ??= this.it.next();
+    return this.head.done ? undefined : this.head.value;
+  }
+
+  next(): T | undefined {
+    const value = this.peek();
+    this.head = undefined;
+    return value;
+  }
+}
+
 /**
- * Candidates on one provider each, best first: lock the first of their
- * providers that nobody else holds (one statement per FIRST_FREE_BATCH
- * providers; SKIP LOCKED, so it never waits), try its candidates, and go on
- * past it while none fits. Those whose provider was skipped as held by
- * another writer go to `busy`.
+ * The run of candidates on one provider each that `ordered` starts with,
+ * best first: lock the first of their providers that nobody else holds (one
+ * statement per FIRST_FREE_BATCH providers, taken from the run as it goes;
+ * SKIP LOCKED, so it never waits), try its candidates, and go on past it
+ * while none fits. Those whose provider was skipped as held by another writer
+ * go to `busy`. Returns with the run consumed, or with the candidate claimed.
  */
 async function firstFree(
   tx: Tx,
   found: CollectedAnswer,
   consumer: LockedConsumer,
-  run: Candidate[],
+  ordered: Lookahead<Candidate>,
   held: Held,
   busy: Candidate[],
   outcome: (c: Candidate, a: Attempt) => boolean,
 ): Promise<Candidate | undefined> {
-  let rest = run;
-  while (rest.length > 0) {
-    const ids = [...new Set(rest.map(providerOf))].slice(0, FIRST_FREE_BATCH);
+  const skipped = new Set<number>();
+  let window: Candidate[] = [];
+  for (;;) {
+    const ids = [...new Set(window.map(providerOf))];
+    for (let c = ordered.peek(); ids.length < FIRST_FREE_BATCH && c !== undefined && onOneProvider(c); c = ordered.peek()) {
+      ordered.next();
+      if (skipped.has(providerOf(c))) busy.push(c);
+      else {
+        if (!window.some((w) => providerOf(w) === providerOf(c))) ids.push(providerOf(c));
+        window.push(c);
+      }
+    }
+    if (window.length === 0) return undefined;
     // Rows this transaction holds already are not skipped: they come back first if they come first.
     const res = await executePrepared<{ id: number; generation: number }>(tx, sql`
       SELECT id, generation FROM resource_providers WHERE id = ANY(${sql.param(ids)}::int[])
       ORDER BY array_position(${sql.param(ids)}::int[], id) LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`);
     const row = res.rows[0];
     heldNow(held, res.rows);
-    const skipped = new Set(row ? ids.slice(0, ids.indexOf(row.id)) : ids);
-    busy.push(...rest.filter((c) => skipped.has(providerOf(c))));
+    for (const id of row ? ids.slice(0, ids.indexOf(row.id)) : ids) skipped.add(id);
+    busy.push(...window.filter((c) => skipped.has(providerOf(c))));
     if (row) {
-      for (const c of rest.filter((c) => providerOf(c) === row.id)) {
+      for (const c of window.filter((c) => providerOf(c) === row.id)) {
         if (outcome(c, await write(tx, found, consumer, c, [row.id], held))) return c;
       }
     }
-    rest = rest.filter((c) => !skipped.has(providerOf(c)) && providerOf(c) !== row?.id);
+    window = window.filter((c) => !skipped.has(providerOf(c)) && providerOf(c) !== row?.id);
   }
-  return undefined;
 }
 
 /** Locks the candidate's providers (all of them, in id order), then writes it if it fits under the locks. */

@@ -8,23 +8,31 @@
  */
 import type { CandidatesQuery } from "../../query/request-groups.js";
 import type { Candidate } from "./combine.js";
-import { classRequests, type FlatAnswer } from "./flat-answer.js";
+import { classRequests, type FlatAnchor, type FlatAnswer } from "./flat-answer.js";
 import type { CandidatesResult, NamesById } from "./generate.js";
 import type { CandidatesSink } from "./paths/path.js";
 
 /** Capacity and usage of one inventory as the answer read it. */
 export interface InventoryRoom {
-  providerId: number;
-  resourceClassId: number;
   capacity: number;
   used: number;
 }
 
+/** One number per provider and class (class ids stay far below 2^20, provider ids below 2^31: exact in a double). */
+export const roomKey = (providerId: number, classId: number): number => providerId * 1_048_576 + classId;
+
+/**
+ * The answer as a claim reads it. A claim usually takes one of the first few
+ * candidates it tries, so they are built when first asked for: a flat answer
+ * of a thousand hosts keeps its anchors and builds only the candidates tried.
+ */
 export interface CollectedAnswer extends NamesById {
-  /** In the answer's order. */
-  candidates: Candidate[];
-  /** At least every inventory the candidates take from. */
-  rooms: InventoryRoom[];
+  /** How many candidates the answer has. */
+  readonly size: number;
+  /** The i-th candidate in the answer's order; the same object each time it is asked for. */
+  candidate(i: number): Candidate;
+  /** Capacity and usage as the answer read them, for every inventory the candidates take from. */
+  room(providerId: number, resourceClassId: number): InventoryRoom | undefined;
 }
 
 export class CollectingSink implements CandidatesSink {
@@ -39,42 +47,62 @@ export class CollectingSink implements CandidatesSink {
   };
 
   end(result: CandidatesResult): void {
+    const candidates = this.candidates;
+    let rooms: Map<number, InventoryRoom> | undefined;
     this.collected = {
-      candidates: this.candidates,
-      rooms: result.summaries.flatMap((s) => s.inventories),
+      size: candidates.length,
+      candidate: (i) => candidates[i],
+      room: (providerId, classId) => {
+        rooms ??= new Map(result.summaries.flatMap((s) => s.inventories.map((inv) => [roomKey(inv.providerId, inv.resourceClassId), inv] as const)));
+        return rooms.get(roomKey(providerId, classId));
+      },
       uuidOf: result.uuidOf,
       resourceClassName: result.resourceClassName,
     };
   }
 
-  /** A flat answer's anchors as candidates: each provider takes every group's resources (amounts of one class summed, as the merge does). */
+  /** A flat answer's anchors, each a candidate where the provider takes every group's resources (amounts of one class summed, as the merge does). */
   flat(answer: FlatAnswer): void {
     const classIds = answer.names.resourceClasses;
     const sums = [...classRequests(this.query.groups)].map(([name, r]) => ({ classId: classIds.get(name)!, amount: r.sum }));
-    const single = this.query.groups.length === 1;
-    const uuids = new Map<number, string>();
-    const rooms: InventoryRoom[] = [];
-    for (const a of answer.anchors) {
-      uuids.set(a.id, a.details.uuid);
+    const groups = this.query.groups.map((g) => ({
+      suffix: g.suffix,
+      sameProvider: g.useSameProvider,
+      resources: [...g.resources].map(([name, amount]) => ({ classId: classIds.get(name)!, amount })),
+    }));
+    const single = groups.length === 1;
+    // The anchors of the candidates built so far: every provider a claim asks about is one of theirs.
+    const anchors = new Map<number, FlatAnchor>();
+    const anchor = (id: number): FlatAnchor | undefined => {
+      if (!anchors.has(id)) for (const a of answer.anchors) anchors.set(a.id, a);
+      return anchors.get(id);
+    };
+    const built: Array<Candidate | undefined> = [];
+    const build = (a: FlatAnchor): Candidate => {
+      anchors.set(a.id, a);
       const resources = sums.map((s) => ({ providerId: a.id, resourceClassId: s.classId, amount: s.amount }));
       const providers = [a.id];
-      this.candidates.push({
+      return {
         anchorRootId: a.id,
         resources,
-        // One group's resources are the candidate's (a thousand-host answer makes a thousand of each).
-        groups: this.query.groups.map((g) => ({
+        // One group's resources are the candidate's.
+        groups: groups.map((g) => ({
           suffix: g.suffix,
-          sameProvider: g.useSameProvider,
-          resources: single ? resources : [...g.resources].map(([name, amount]) => ({ providerId: a.id, resourceClassId: classIds.get(name)!, amount })),
+          sameProvider: g.sameProvider,
+          resources: single ? resources : g.resources.map((r) => ({ providerId: a.id, resourceClassId: r.classId, amount: r.amount })),
           providers,
         })),
-      });
-      for (const s of sums) rooms.push({ providerId: a.id, resourceClassId: s.classId, capacity: pairValue(a.details.inventories, s.classId), used: pairValue(a.used, s.classId) });
-    }
+      };
+    };
     this.collected = {
-      candidates: this.candidates,
-      rooms,
-      uuidOf: (id) => uuids.get(id)!,
+      size: answer.anchors.length,
+      candidate: (i) => (built[i] ??= build(answer.anchors[i])),
+      room: (providerId, classId) => {
+        const a = anchor(providerId);
+        if (!a || !sums.some((s) => s.classId === classId)) return undefined;
+        return { capacity: pairValue(a.details.inventories, classId), used: pairValue(a.used, classId) };
+      },
+      uuidOf: (id) => anchor(id)!.details.uuid,
       resourceClassName: (id) => answer.classNames.get(id)!,
     };
   }

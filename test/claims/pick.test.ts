@@ -1,0 +1,87 @@
+/**
+ * CandidateView, the pure half of POST /claims: which candidates to try, in
+ * which order. It hands them out lazily, so a claim that takes one of the
+ * first few builds only those; these tests hold it to the order each pick
+ * promises, to what still fits, and to building no more than it hands out.
+ */
+import { describe, expect, it } from "vitest";
+import { roomKey, type CollectedAnswer, type InventoryRoom } from "../../src/services/candidates/collecting-sink.js";
+import type { Candidate } from "../../src/services/candidates/combine.js";
+import { CandidateView } from "../../src/services/claims-pick.js";
+
+const VCPU = 1;
+
+/** One-provider candidates asking `amount` VCPU of providers with these [capacity, used]; counts the candidates built. */
+function answer(providers: Array<[number, number]>, amount = 1): CollectedAnswer & { built: number } {
+  const rooms = new Map<number, InventoryRoom>(providers.map(([capacity, used], i) => [roomKey(i + 1, VCPU), { capacity, used }]));
+  const candidates = new Map<number, Candidate>();
+  const found = {
+    built: 0,
+    size: providers.length,
+    candidate(i: number): Candidate {
+      let c = candidates.get(i);
+      if (!c) {
+        found.built++;
+        const resources = [{ providerId: i + 1, resourceClassId: VCPU, amount }];
+        c = { anchorRootId: i + 1, resources, groups: [{ suffix: "", sameProvider: false, resources, providers: [i + 1] }] };
+        candidates.set(i, c);
+      }
+      return c;
+    },
+    room: (providerId: number, classId: number) => rooms.get(roomKey(providerId, classId)),
+    uuidOf: (id: number) => `rp-${id}`,
+    resourceClassName: () => "VCPU",
+  };
+  return found;
+}
+
+const providersOf = (cs: Iterable<Candidate>) => [...cs].map((c) => c.anchorRootId);
+
+/** A seeded generator, so an order drawn at random is the same on every run. */
+function seeded(seed: number): () => number {
+  let s = seed;
+  return () => {
+    s = (s * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return s / 2_147_483_648;
+  };
+}
+
+describe("CandidateView", () => {
+  it("random hands out every fitting candidate once, in an order that differs between draws", () => {
+    const found = answer([[4, 0], [4, 4], [4, 1], [4, 3], [4, 0], [4, 2]]);
+    const view = new CandidateView(found, "random", seeded(7));
+    const draws = Array.from({ length: 8 }, () => providersOf(view.ordered()));
+    // Provider 2 is full: never offered.
+    for (const d of draws) expect([...d].sort()).toEqual([1, 3, 4, 5, 6]);
+    expect(new Set(draws.map((d) => d.join(","))).size).toBeGreaterThan(1);
+  });
+
+  it("random and first build only the candidates read", () => {
+    for (const pick of ["random", "first"] as const) {
+      const found = answer(Array.from({ length: 1000 }, (): [number, number] => [8, 0]));
+      const it = new CandidateView(found, pick, seeded(3)).ordered();
+      for (let i = 0; i < 32; i++) expect(it.next().done).toBe(false);
+      expect(found.built).toBe(32);
+    }
+  });
+
+  it("pack orders fullest first, spread emptiest first, first keeps the answer's order", () => {
+    const providers: Array<[number, number]> = [[8, 2], [8, 6], [8, 0], [8, 4]];
+    expect(providersOf(new CandidateView(answer(providers), "pack").ordered())).toEqual([2, 4, 1, 3]);
+    expect(providersOf(new CandidateView(answer(providers), "spread").ordered())).toEqual([3, 1, 4, 2]);
+    expect(providersOf(new CandidateView(answer(providers), "first").ordered())).toEqual([1, 2, 3, 4]);
+  });
+
+  it("what this claim placed and what was refused under the locks no longer fit", () => {
+    const found = answer([[4, 2], [4, 0], [4, 0]], 2);
+    const view = new CandidateView(found, "first");
+    const [one, two, three] = [0, 1, 2].map((i) => found.candidate(i));
+    view.claimed(one);
+    view.refuse(three);
+    expect(providersOf(view.ordered())).toEqual([2]);
+    view.claimed(two);
+    expect(view.fits(two)).toBe(true);
+    view.claimed(two);
+    expect(providersOf(view.ordered())).toEqual([]);
+  });
+});
