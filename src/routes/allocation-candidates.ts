@@ -4,7 +4,7 @@ import type { AppEnv, RouteDeps } from "../http/context.js";
 import { setLastModified } from "../http/last-modified.js";
 import { whenSent } from "../http/node-bindings.js";
 import { declareRoute } from "../http/routing.js";
-import { CandidatesBody } from "./candidates-body.js";
+import { CandidatesBody } from "../render/candidates/body.js";
 import { answerShape } from "../services/candidates/answer-shape.js";
 import { candidatesRequest } from "./candidates-request.js";
 

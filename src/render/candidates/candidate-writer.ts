@@ -16,12 +16,12 @@
  * around them, are written once and copied whole: seven pieces for a
  * candidate of three groups instead of some forty.
  */
-import { ascii, type BodyWriter } from "../http/body-writer.js";
-import type { Candidate, GroupOption, ResourceRequest } from "../services/candidates/combine.js";
-import type { NamesById } from "../services/candidates/generate.js";
-import { IdMap } from "../services/candidates/id-map.js";
-import { ARRAY_CLOSE, COMMA } from "./candidates-shape.js";
-import type { AnswerShape } from "../services/candidates/answer-shape.js";
+import { ascii, type BodyWriter } from "../../http/body-writer.js";
+import type { Candidate, GroupOption, ResourceRequest } from "../../services/candidates/combine.js";
+import type { NamesById } from "../../services/candidates/generate.js";
+import { IdMap } from "../../services/candidates/id-map.js";
+import { ARRAY_CLOSE, COMMA } from "./pieces.js";
+import type { AnswerShape } from "../../services/candidates/answer-shape.js";
 
 const RESOURCES_OPEN = ascii(':{"resources":{');
 

@@ -22,12 +22,12 @@
  * canonical form and names are [A-Z0-9_]+, so no piece needs escaping. A
  * flat answer is bounded by the number of providers, so it is never streamed.
  */
-import { ascii, type BodyWriter } from "../http/body-writer.js";
-import type { CandidatesQuery } from "../query/request-groups.js";
-import type { FlatAnswer } from "../services/candidates/flat-answer.js";
-import type { ProviderDetails } from "../services/candidates/cloud-view.js";
-import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN } from "./candidates-shape.js";
-import type { AnswerShape } from "../services/candidates/answer-shape.js";
+import { ascii, type BodyWriter } from "../../http/body-writer.js";
+import type { CandidatesQuery } from "../../query/request-groups.js";
+import type { FlatAnswer } from "../../services/candidates/flat-answer.js";
+import type { ProviderDetails } from "../../services/candidates/cloud-view.js";
+import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN } from "./pieces.js";
+import type { AnswerShape } from "../../services/candidates/answer-shape.js";
 
 interface EncodedProvider {
   /** Which class names the pieces spell (see namingOf). */
