@@ -19,11 +19,11 @@ import type { CandidatesResult } from "../../services/candidates/engine.js";
 import { IdMap } from "../../services/candidates/id-map.js";
 import type { FlatAnswer } from "../../services/candidates/flat-answer.js";
 import type { NamesById } from "../../services/candidates/generate.js";
-import type { CandidatesSink } from "../../services/candidates/service.js";
 import { AnswersBusy, AnswerTooLarge } from "../../services/errors.js";
 import { ARRAY_CLOSE, BODY_CLOSE, CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN } from "./pieces.js";
 import type { AnswerShape } from "../../services/candidates/answer-shape.js";
 import { candidateWriter, ProviderPieces, writeQuoted, writeResourcesOpen, type UuidArena, type UuidPieces } from "./candidate-writer.js";
+import type { AnswerBody } from "./answer-body.js";
 import { FlatBodyPieces, renderFlatBody } from "./flat-body.js";
 
 /** What the bodies of all answers share (one per app): the encoded pieces of providers, the buffers bodies are written in, and the bytes of bounded answers being written. */
@@ -34,7 +34,7 @@ export class BodyPieces {
   readonly writing = { bytes: 0 };
 }
 
-export class CandidatesBody implements CandidatesSink {
+export class CandidatesBody implements AnswerBody {
   /** The engine's answer, made with its first candidate or its end. */
   private writer?: BodyWriter;
   /** The flat answer, whole, and the writer of it. */

@@ -17,8 +17,8 @@ import type { AnswerShape } from "../../services/candidates/answer-shape.js";
 import type { Candidate } from "../../services/candidates/combine.js";
 import type { FlatAnswer } from "../../services/candidates/flat-answer.js";
 import type { CandidatesResult, NamesById } from "../../services/candidates/generate.js";
-import type { CandidatesSink } from "../../services/candidates/paths/path.js";
 import { AnswerTooLarge } from "../../services/errors.js";
+import type { AnswerBody } from "./answer-body.js";
 
 /** A JSON value whose objects are Maps (in key order). */
 type Json = string | number | null | Json[] | Map<string, Json>;
@@ -138,12 +138,12 @@ export function flatAnswer(shape: AnswerShape, query: CandidatesQuery, answer: F
 }
 
 /**
- * The plain renderer as a sink (CandidatesSink): the answer collected as
- * data and written whole when the service is done. With `maxBytes`
+ * The plain renderer as a body (AnswerBody): the answer collected as data
+ * and written whole when the service is done; never streamed. With `maxBytes`
  * (PLACEMENT_MAX_ANSWER_BYTES) an answer longer than that is refused with
  * AnswerTooLarge, as the fast renderer refuses it.
  */
-export class ReferenceBody implements CandidatesSink {
+export class ReferenceBody implements AnswerBody {
   private requests: Json[] = [];
   private summaries = new Map<string, Json>();
 
@@ -177,7 +177,7 @@ export class ReferenceBody implements CandidatesSink {
   }
 
   /** The whole body once `answering` (the service writing into this sink) is done. */
-  async respond(answering: Promise<unknown>): Promise<Buffer> {
+  async respond(answering: Promise<unknown>): Promise<Buffer<ArrayBuffer>> {
     await answering;
     const text = stringify(
       new Map<string, Json>([
@@ -189,4 +189,7 @@ export class ReferenceBody implements CandidatesSink {
     if (this.maxBytes > 0 && body.length > this.maxBytes) throw new AnswerTooLarge(this.maxBytes);
     return body;
   }
+
+  /** Nothing is kept for other answers: the collected answer goes with this object. */
+  recycle(): void {}
 }
