@@ -16,8 +16,8 @@
  * usage numbers) when the cloud view replaces the provider's usage, which
  * under a scheduling loop is one provider per claim. The pieces are kept
  * (FlatBodyPieces, one per app) on the details object the cloud view keeps
- * (cloud-view.ts), which it replaces when the provider's capacities or traits
- * change, and tagged with the class names they were made with (a class
+ * (KeptDetails in cloud-view.ts, a type only the view makes), which it
+ * replaces when the provider's capacities or traits change, and tagged with the class names they were made with (a class
  * renamed before 1.7 renames them). Uuids come from the database in
  * canonical form and names are [A-Z0-9_]+, so no piece needs escaping. A
  * flat answer is bounded by the number of providers, so it is never streamed.
@@ -25,7 +25,7 @@
 import { ascii, type BodyWriter } from "../../http/body-writer.js";
 import type { CandidatesQuery } from "../../query/request-groups.js";
 import type { FlatAnswer } from "../../services/candidates/flat-answer.js";
-import type { ProviderDetails } from "../../services/candidates/cloud-view.js";
+import type { KeptDetails, ProviderDetails } from "../../services/candidates/cloud-view.js";
 import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN } from "./pieces.js";
 import type { AnswerShape } from "../../services/candidates/answer-shape.js";
 
@@ -55,7 +55,7 @@ interface SummaryPieces {
 
 /** The encoded pieces of each provider's details (one per app; entries go with the details objects). */
 export class FlatBodyPieces {
-  private readonly encoded = new WeakMap<ProviderDetails, EncodedProvider>();
+  private readonly encoded = new WeakMap<KeptDetails, EncodedProvider>();
   /**
    * One string object per distinct naming, template and form, so checking
    * each provider's kept pieces against them compares pointers: equal
@@ -75,7 +75,7 @@ export class FlatBodyPieces {
     return kept;
   }
 
-  of(details: ProviderDetails, naming: string): EncodedProvider {
+  of(details: KeptDetails, naming: string): EncodedProvider {
     const kept = this.encoded.get(details);
     if (kept && kept.naming === naming) return kept;
     const made: EncodedProvider = { naming, quotedUuid: ascii(`"${details.uuid}"`) };
