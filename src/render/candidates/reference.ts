@@ -137,6 +137,15 @@ export function flatAnswer(shape: AnswerShape, query: CandidatesQuery, answer: F
   return { requests, summaries };
 }
 
+/** The whole body of an answer's requests and summaries. */
+export const answerText = (requests: Json[], summaries: Map<string, Json>): string =>
+  stringify(
+    new Map<string, Json>([
+      ["allocation_requests", requests],
+      ["provider_summaries", summaries],
+    ]),
+  );
+
 /**
  * The plain renderer as a body (AnswerBody): the answer collected as data
  * and written whole when the service is done; never streamed. With `maxBytes`
@@ -179,13 +188,7 @@ export class ReferenceBody implements AnswerBody {
   /** The whole body once `answering` (the service writing into this sink) is done. */
   async respond(answering: Promise<unknown>): Promise<Buffer<ArrayBuffer>> {
     await answering;
-    const text = stringify(
-      new Map<string, Json>([
-        ["allocation_requests", this.requests],
-        ["provider_summaries", this.summaries],
-      ]),
-    );
-    const body = Buffer.from(text, "utf8");
+    const body = Buffer.from(answerText(this.requests, this.summaries), "utf8");
     if (this.maxBytes > 0 && body.length > this.maxBytes) throw new AnswerTooLarge(this.maxBytes);
     return body;
   }
