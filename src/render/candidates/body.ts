@@ -222,7 +222,7 @@ function writeSummaries(w: BodyWriter, shape: AnswerShape, query: CandidatesQuer
   const quotedName = new Map<string, Buffer>();
   const name = (text: string) => {
     let q = quotedName.get(text);
-    if (q === undefined) quotedName.set(text, (q = ascii(JSON.stringify(text))));
+    if (q === undefined) quotedName.set(text, (q = Buffer.from(JSON.stringify(text), "utf8")));
     return q;
   };
   // `"CLASS":{"capacity":N,"used":` per class id and capacity (trees of one cloud repeat a handful of capacities).
