@@ -40,7 +40,7 @@ import { explainRoutes } from "./routes/explain.js";
 import { CandidatesService } from "./services/candidates/service.js";
 import { ReplicaRoutedCandidates } from "./services/replica-candidates.js";
 import { ChangeNotifier } from "./services/changes-notifier.js";
-import { BodyPieces } from "./routes/candidates-body.js";
+import { BodyPieces } from "./render/candidates/body.js";
 import { watchReplicas } from "./observe/replica-metrics.js";
 
 /** The app, the services it built, and the one close() that releases what they hold. */

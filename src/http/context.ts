@@ -10,7 +10,7 @@ import type { PolicyEnforcer } from "../auth/policy.js";
 import type { CandidatesServiceOptions } from "../services/candidates/service.js";
 import type { CandidatesAnswerer } from "../services/replica-candidates.js";
 import type { ReadReplicas } from "../db/read-replicas.js";
-import type { BodyPieces } from "../routes/candidates-body.js";
+import type { BodyPieces } from "../render/candidates/body.js";
 import type { ChangeNotifier } from "../services/changes-notifier.js";
 import type { Microversion } from "./microversion.js";
 

@@ -4,7 +4,8 @@ import type { AppEnv, RouteDeps } from "../http/context.js";
 import { setLastModified } from "../http/last-modified.js";
 import { whenSent } from "../http/node-bindings.js";
 import { declareRoute } from "../http/routing.js";
-import { CandidatesBody } from "./candidates-body.js";
+import type { AnswerBody } from "../render/candidates/answer-body.js";
+import { CandidatesBody } from "../render/candidates/body.js";
 import { answerShape } from "../services/candidates/answer-shape.js";
 import { candidatesRequest } from "./candidates-request.js";
 
@@ -15,7 +16,7 @@ export function allocationCandidateRoutes(deps: RouteDeps): Hono<AppEnv> {
     GET: async (c) => {
       const { mv, query } = candidatesRequest(c, "placement:allocation_candidates:list");
       const shape = answerShape(mv);
-      const body = new CandidatesBody(shape, query, pieces, deps.config.PLACEMENT_MAX_ANSWER_BYTES);
+      const body: AnswerBody = new CandidatesBody(shape, query, pieces, deps.config.PLACEMENT_MAX_ANSWER_BYTES);
       const answering = deps.services.candidates.answer(query, shape, body);
       answering.then(
         () => deps.metrics.candidatesReturned(body.written),

@@ -8,7 +8,7 @@ import { BodyBuffers, sizeClassOf } from "../../src/http/body-buffers.js";
 import { BodyWriter, type Bound } from "../../src/http/body-writer.js";
 import { Microversion } from "../../src/http/microversion.js";
 import type { CandidatesQuery } from "../../src/query/request-groups.js";
-import { BodyPieces, CandidatesBody } from "../../src/routes/candidates-body.js";
+import { BodyPieces, CandidatesBody } from "../../src/render/candidates/body.js";
 import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import type { CandidatesResult } from "../../src/services/candidates/engine.js";
 import { AnswersBusy, AnswerTooLarge } from "../../src/services/errors.js";

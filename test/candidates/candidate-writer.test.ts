@@ -8,8 +8,8 @@
 import { describe, expect, it } from "vitest";
 import { Microversion } from "../../src/http/microversion.js";
 import type { CandidatesQuery } from "../../src/query/request-groups.js";
-import { ProviderPieces } from "../../src/routes/candidate-writer.js";
-import { BodyPieces, CandidatesBody } from "../../src/routes/candidates-body.js";
+import { ProviderPieces } from "../../src/render/candidates/candidate-writer.js";
+import { BodyPieces, CandidatesBody } from "../../src/render/candidates/body.js";
 import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import { mergeGroups, roundRobin, type Candidate, type GroupOption, type ResourceRequest } from "../../src/services/candidates/combine.js";
 import type { CandidatesResult } from "../../src/services/candidates/engine.js";

@@ -1,6 +1,6 @@
 /** The answer's body as the service's sink, whole or leaving while the engine still works: no database. */
 import { describe, expect, it } from "vitest";
-import { BodyPieces, CandidatesBody } from "../../src/routes/candidates-body.js";
+import { BodyPieces, CandidatesBody } from "../../src/render/candidates/body.js";
 import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import { Microversion } from "../../src/http/microversion.js";
 import type { CandidatesQuery } from "../../src/query/request-groups.js";

@@ -136,8 +136,8 @@ async function change(t: Harness, d: Data, cloud: Cloud, rng: Rng): Promise<void
 /** A random query over the cloud's names at a microversion that accepts it. */
 function makeQuery(cloud: Cloud, rng: Rng): { query: string; version: string } {
   if (rng.next() < 0.15) {
-    // Older microversions: one group of resources, old response shapes.
-    const version = rng.pick(["1.10", "1.12", "1.17", "1.26", "1.28"]);
+    // Older microversions: one group of resources, the older response shapes (before and after 1.29, before 1.34).
+    const version = rng.pick(["1.10", "1.12", "1.17", "1.26", "1.28", "1.29", "1.33"]);
     const resources = rng.some(cloud.classes, 0.6);
     if (resources.length === 0) resources.push(cloud.classes[0]);
     return { query: `resources=${resources.map((rc) => `${rc}:${rng.int(1, 3)}`).join(",")}`, version };

@@ -10,7 +10,11 @@ import { flatViewPath } from "../../src/services/candidates/paths/flat-view.js";
 import { generalPath } from "../../src/services/candidates/paths/general.js";
 import type { AnswerPath } from "../../src/services/candidates/paths/path.js";
 import { treeViewPath } from "../../src/services/candidates/paths/tree-view.js";
-import type { CandidatesPath, CandidatesServiceOptions } from "../../src/services/candidates/service.js";
+import { parseMicroversion } from "../../src/http/microversion.js";
+import { parseCandidatesQuery } from "../../src/query/request-groups.js";
+import { ReferenceBody } from "../../src/render/candidates/reference.js";
+import { answerShape } from "../../src/services/candidates/answer-shape.js";
+import { CandidatesService, type CandidatesPath, type CandidatesServiceOptions } from "../../src/services/candidates/service.js";
 import { startHarness, type Harness, type TestResponse } from "../support/harness.js";
 
 export interface Inv {
@@ -144,18 +148,28 @@ export const TREE_CLOUD_PATHS = ["general", "tree-view"] as const satisfies read
  * asserting they answer alike: the same bytes, or the same error status and
  * detail. A path in `mayDecline` may instead decline the request (no path
  * of its app takes it: a 500), counted in `declined`; any other must
- * answer. Returns the service's own answer.
+ * answer. Each answer of 200 is also rendered by the plain reference
+ * renderer (src/render/candidates/reference.ts) from the same path, and its
+ * bytes must be the served ones. Returns the service's own answer.
  */
 export function everyPath(
   t: Harness,
   paths: readonly CandidatesPath[] = FLAT_CLOUD_PATHS,
   options: { mayDecline?: readonly CandidatesPath[]; declined?: Map<CandidatesPath, number> } = {},
 ) {
-  const via = [{ path: "the service's choice", request: t.request }, ...paths.map((path) => ({ path, request: t.requestVia(alone(path)) }))];
+  const via = [
+    { path: "the service's choice", request: t.request, service: new CandidatesService(t.database.db, t.config) },
+    ...paths.map((path) => ({ path, request: t.requestVia(alone(path)), service: new CandidatesService(t.database.db, t.config, alone(path)) })),
+  ];
   return async (query: string, version = "latest"): Promise<TestResponse> => {
     const answers = [];
     for (const { request } of via) answers.push(await request("GET", `/allocation_candidates?${query}`, { version }));
     const [first, ...rest] = answers;
+    for (let i = 0; i < answers.length; i++) {
+      if (answers[i].status !== 200) continue;
+      const reference = await referenceAnswer(via[i].service, query, version);
+      expect(answers[i].text, `${via[i].path} against the reference renderer for ${query} at ${version}`).toBe(reference);
+    }
     for (let i = 0; i < rest.length; i++) {
       const path = via[i + 1].path;
       if (rest[i].status === 500 && options.mayDecline?.includes(path as CandidatesPath)) {
@@ -169,4 +183,13 @@ export function everyPath(
     }
     return first;
   };
+}
+
+/** The answer to `query` at `version` from `service`, rendered by the plain reference renderer. */
+async function referenceAnswer(service: CandidatesService, query: string, version: string): Promise<string> {
+  const mv = parseMicroversion(`placement ${version}`);
+  const parsed = parseCandidatesQuery([...new URLSearchParams(query).entries()], mv);
+  const shape = answerShape(mv);
+  const body = new ReferenceBody(shape, parsed);
+  return (await body.respond(service.answer(parsed, shape, body))).toString("utf8");
 }

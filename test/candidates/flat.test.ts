@@ -23,6 +23,19 @@ afterAll(async () => t.close());
 const uuids = (res: { body: any }) => res.body.allocation_requests.map((a: any) => Object.keys(a.allocations)[0]);
 
 describe("flat deployments", () => {
+  it("escapes a uuid and a trait name that need it, and writes them as UTF-8 (rows written around the API), as the reference renderer does", async () => {
+    const CPU = custom("CPU");
+    const odd = `${custom("T")}"\\é`;
+    const p = await d.provider({ inventory: { [CPU]: 4 }, traits: [odd] });
+    const uuid = `q"\\é-${p.id}`;
+    await t.sql(`UPDATE resource_providers SET uuid = $2 WHERE id = $1`, [p.id, uuid]);
+    // everyPath holds every path's bytes against the reference renderer's.
+    const res = await get(`resources=${CPU}:1`);
+    expect(uuids(res)).toEqual([uuid]);
+    expect(res.body.provider_summaries[uuid].traits).toEqual([odd]);
+    expect(res.body.provider_summaries[uuid].root_provider_uuid).toBe(uuid);
+  });
+
   it("applies capacity, traits, aggregates and root_required in one filter, in id order", async () => {
     const [CPU, A, B] = [custom("CPU"), custom("A"), custom("B")];
     const agg = randomUUID();

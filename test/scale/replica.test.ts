@@ -24,7 +24,7 @@ import { createLogger } from "../../src/log.js";
 import { createMetrics, type Metrics } from "../../src/observe/metrics.js";
 import { queryPairs } from "../../src/query/query-string.js";
 import { parseCandidatesQuery } from "../../src/query/request-groups.js";
-import { BodyPieces, CandidatesBody } from "../../src/routes/candidates-body.js";
+import { BodyPieces, CandidatesBody } from "../../src/render/candidates/body.js";
 import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import { generalPath } from "../../src/services/candidates/paths/general.js";
 import { CandidatesService, type CandidatesSink } from "../../src/services/candidates/service.js";

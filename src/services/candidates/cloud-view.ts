@@ -53,6 +53,16 @@ export interface ProviderDetails {
   traits: string;
 }
 
+declare const keptByTheView: unique symbol;
+/**
+ * A provider's details as the view keeps them: one object for as long as
+ * they stay equal, a new one when they change (providerOf, the only maker).
+ * Renderers key what they encode from a provider on this object
+ * (render/candidates/flat-body.ts), which is exact only under that promise;
+ * the type says a value comes from the view.
+ */
+export type KeptDetails = ProviderDetails & { readonly [keptByTheView]: true };
+
 /** A provider of the copy; replaced whole when it changes (never edited: requests keep it across awaits). */
 export interface ViewProvider {
   id: number;
@@ -61,7 +71,7 @@ export interface ViewProvider {
   /** 0 when the row has none. */
   rootId: number;
   /** Kept as the same object while it stays equal, so renderers can key on it. */
-  details: ProviderDetails;
+  details: KeptDetails;
   /** In class id order. */
   inventories: TreeInventory[];
   /** Non-zero usage as [classId, used, ...] (undefined when none). */
@@ -339,6 +349,9 @@ export class CloudView {
   }
 }
 
+/** New details, the only place a KeptDetails is made (not exported: see KeptDetails). */
+const keepDetails = (details: ProviderDetails): KeptDetails => details as KeptDetails;
+
 /** A provider row as a ViewProvider, reusing `previous`'s details when they did not change and the copy's `sets`. */
 function providerOf(row: ProviderRow, sharingId: number | undefined, previous: ViewProvider | undefined, sets: Map<string, ReadonlySet<number>>): ViewProvider {
   const [uuid, parent, root] = row.text.split(" ");
@@ -362,7 +375,7 @@ function providerOf(row: ProviderRow, sharingId: number | undefined, previous: V
     uuid: ownUuid,
     parentId: parentId === 0 ? null : parentId,
     rootId: Number(root),
-    details: same ? kept : { uuid: ownUuid, inventories: capacities.slice(), traits },
+    details: same ? kept : keepDetails({ uuid: ownUuid, inventories: capacities.slice(), traits }),
     inventories: inventories.slice(),
     used: used?.slice(),
     traits: internedSet(row.traitIds, sets),

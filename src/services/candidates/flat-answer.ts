@@ -15,14 +15,14 @@ import { canTakeAmounts } from "../rules/capacity.js";
 import { allows, isEmptyExpression, type MembershipExpression } from "../rules/memberships.js";
 import { inTree, rootTraitExpression } from "../rules/trees.js";
 import { shuffle } from "./combine.js";
-import type { ProviderDetails, ViewProvider, ViewRead } from "./cloud-view.js";
+import type { KeptDetails, ViewProvider, ViewRead } from "./cloud-view.js";
 import type { IdsByName } from "./sql/names.js";
 
 export interface FlatAnchor {
   /** The provider's id (what a caller that locks and writes the candidate names it by). */
   id: number;
   /** The kept object itself (the same object until the provider changes), so renderers can key on it. */
-  details: ProviderDetails;
+  details: KeptDetails;
   /** Non-zero usage as [classId, used, classId, used, ...]; classes without usage are absent (undefined when the provider has none). */
   used: readonly number[] | undefined;
 }

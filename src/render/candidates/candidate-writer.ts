@@ -16,12 +16,12 @@
  * around them, are written once and copied whole: seven pieces for a
  * candidate of three groups instead of some forty.
  */
-import { ascii, type BodyWriter } from "../http/body-writer.js";
-import type { Candidate, GroupOption, ResourceRequest } from "../services/candidates/combine.js";
-import type { NamesById } from "../services/candidates/generate.js";
-import { IdMap } from "../services/candidates/id-map.js";
-import { ARRAY_CLOSE, COMMA } from "./candidates-shape.js";
-import type { AnswerShape } from "../services/candidates/answer-shape.js";
+import { ascii, type BodyWriter } from "../../http/body-writer.js";
+import type { Candidate, GroupOption, ResourceRequest } from "../../services/candidates/combine.js";
+import type { NamesById } from "../../services/candidates/generate.js";
+import { IdMap } from "../../services/candidates/id-map.js";
+import { ARRAY_CLOSE, COMMA } from "./pieces.js";
+import type { AnswerShape } from "../../services/candidates/answer-shape.js";
 
 const RESOURCES_OPEN = ascii(':{"resources":{');
 
@@ -54,13 +54,14 @@ export class UuidArena {
     if (kept !== undefined && this.spells(kept, uuid)) return kept;
     const quoted = JSON.stringify(uuid);
     const at = this.used;
-    const end = at + quoted.length;
+    // In bytes: a row written around the API may hold a uuid that is not ASCII.
+    const end = at + Buffer.byteLength(quoted);
     if (end + RESOURCES_OPEN.length > this.buffer.length) {
       const larger = Buffer.allocUnsafeSlow(Math.max(this.buffer.length * 2, end + RESOURCES_OPEN.length));
       this.buffer.copy(larger, 0, 0, at);
       this.buffer = larger;
     }
-    this.buffer.write(quoted, at, "latin1");
+    this.buffer.write(quoted, at, "utf8");
     RESOURCES_OPEN.copy(this.buffer, end);
     this.used = end + RESOURCES_OPEN.length;
     const slot = this.starts.length;
@@ -74,6 +75,7 @@ export class UuidArena {
    * Whether the slot's bytes spell `uuid` between its quotes: compared with
    * the bytes rather than with a string kept per slot, which was one more
    * string per provider for the collector to mark (50,000 over 10,000 nested trees).
+   * A uuid that is not ASCII never matches (its bytes outnumber its characters): it gets a new slot.
    */
   private spells(slot: number, uuid: string): boolean {
     const start = this.starts[slot] + 1;
@@ -163,7 +165,7 @@ export function candidateWriter(w: BodyWriter, shape: AnswerShape, arena: UuidAr
         let byAmount = classAmount.get(rr.resourceClassId);
         if (byAmount === undefined) classAmount.set(rr.resourceClassId, (byAmount = new Map()));
         let piece = byAmount.get(rr.amount);
-        if (piece === undefined) byAmount.set(rr.amount, (piece = ascii(`${JSON.stringify(names.resourceClassName(rr.resourceClassId))}:${rr.amount}`)));
+        if (piece === undefined) byAmount.set(rr.amount, (piece = Buffer.from(`${JSON.stringify(names.resourceClassName(rr.resourceClassId))}:${rr.amount}`, "utf8")));
         out.bytes(piece);
       }
       out.bytes(CLOSE_TWO);
@@ -172,7 +174,7 @@ export function candidateWriter(w: BodyWriter, shape: AnswerShape, arena: UuidAr
 
   const writeMapping = (out: BodyWriter, option: GroupOption, names: NamesById): void => {
     let key = suffixKey.get(option.suffix);
-    if (key === undefined) suffixKey.set(option.suffix, (key = Buffer.concat([ascii(JSON.stringify(option.suffix)), ARRAY_OPEN])));
+    if (key === undefined) suffixKey.set(option.suffix, (key = Buffer.concat([Buffer.from(JSON.stringify(option.suffix), "utf8"), ARRAY_OPEN])));
     out.bytes(key);
     for (let i = 0; i < option.providers.length; i++) {
       if (i > 0) out.bytes(COMMA);

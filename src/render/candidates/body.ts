@@ -6,25 +6,25 @@
  * strings until the end grows the heap by several times its size; written as
  * it comes, each piece is garbage at once and the bytes sit outside the heap
  * in 64 KB chunks. From the flat answer (cloud view), the whole body at once
- * (flat-candidates-body.ts). Under PLACEMENT_MAX_ANSWER_BYTES (the default)
+ * (flat-body.ts). Under PLACEMENT_MAX_ANSWER_BYTES (the default)
  * the chunks are held until the answer is whole, and an answer that passes
  * it is refused before any of it leaves (see respond).
  */
 import { setImmediate as turn } from "node:timers/promises";
-import { BodyBuffers } from "../http/body-buffers.js";
-import { ascii, BodyWriter, type Bound, type LiveBody } from "../http/body-writer.js";
-import type { CandidatesQuery } from "../query/request-groups.js";
-import type { Candidate } from "../services/candidates/combine.js";
-import type { CandidatesResult } from "../services/candidates/engine.js";
-import { IdMap } from "../services/candidates/id-map.js";
-import type { FlatAnswer } from "../services/candidates/flat-answer.js";
-import type { NamesById } from "../services/candidates/generate.js";
-import type { CandidatesSink } from "../services/candidates/service.js";
-import { AnswersBusy, AnswerTooLarge } from "../services/errors.js";
-import { ARRAY_CLOSE, BODY_CLOSE, CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN } from "./candidates-shape.js";
-import type { AnswerShape } from "../services/candidates/answer-shape.js";
+import { BodyBuffers } from "../../http/body-buffers.js";
+import { ascii, BodyWriter, type Bound, type LiveBody } from "../../http/body-writer.js";
+import type { CandidatesQuery } from "../../query/request-groups.js";
+import type { Candidate } from "../../services/candidates/combine.js";
+import type { CandidatesResult } from "../../services/candidates/engine.js";
+import { IdMap } from "../../services/candidates/id-map.js";
+import type { FlatAnswer } from "../../services/candidates/flat-answer.js";
+import type { NamesById } from "../../services/candidates/generate.js";
+import { AnswersBusy, AnswerTooLarge } from "../../services/errors.js";
+import { ARRAY_CLOSE, BODY_CLOSE, CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN } from "./pieces.js";
+import type { AnswerShape } from "../../services/candidates/answer-shape.js";
 import { candidateWriter, ProviderPieces, writeQuoted, writeResourcesOpen, type UuidArena, type UuidPieces } from "./candidate-writer.js";
-import { FlatBodyPieces, renderFlatBody } from "./flat-candidates-body.js";
+import type { AnswerBody } from "./answer-body.js";
+import { FlatBodyPieces, renderFlatBody } from "./flat-body.js";
 
 /** What the bodies of all answers share (one per app): the encoded pieces of providers, the buffers bodies are written in, and the bytes of bounded answers being written. */
 export class BodyPieces {
@@ -34,7 +34,7 @@ export class BodyPieces {
   readonly writing = { bytes: 0 };
 }
 
-export class CandidatesBody implements CandidatesSink {
+export class CandidatesBody implements AnswerBody {
   /** The engine's answer, made with its first candidate or its end. */
   private writer?: BodyWriter;
   /** The flat answer, whole, and the writer of it. */
@@ -222,7 +222,7 @@ function writeSummaries(w: BodyWriter, shape: AnswerShape, query: CandidatesQuer
   const quotedName = new Map<string, Buffer>();
   const name = (text: string) => {
     let q = quotedName.get(text);
-    if (q === undefined) quotedName.set(text, (q = ascii(JSON.stringify(text))));
+    if (q === undefined) quotedName.set(text, (q = Buffer.from(JSON.stringify(text), "utf8")));
     return q;
   };
   // `"CLASS":{"capacity":N,"used":` per class id and capacity (trees of one cloud repeat a handful of capacities).

@@ -16,22 +16,29 @@
  * usage numbers) when the cloud view replaces the provider's usage, which
  * under a scheduling loop is one provider per claim. The pieces are kept
  * (FlatBodyPieces, one per app) on the details object the cloud view keeps
- * (cloud-view.ts), which it replaces when the provider's capacities or traits
- * change, and tagged with the class names they were made with (a class
- * renamed before 1.7 renames them). Uuids come from the database in
- * canonical form and names are [A-Z0-9_]+, so no piece needs escaping. A
- * flat answer is bounded by the number of providers, so it is never streamed.
+ * (KeptDetails in cloud-view.ts, a type only the view makes), which it
+ * replaces when the provider's capacities or traits change, and tagged with the class names they were made with (a class
+ * renamed before 1.7 renames them). The pieces are written without
+ * escaping: the API writes uuids in canonical form and names of
+ * [A-Z0-9_]+. A row written around the API may hold anything; an answer
+ * with a provider or a class name that would need escaping is written by the
+ * plain renderer instead (reference.ts), checked once per details object and
+ * per naming. A flat answer is bounded by the number of providers, so it is
+ * never streamed.
  */
-import { ascii, type BodyWriter } from "../http/body-writer.js";
-import type { CandidatesQuery } from "../query/request-groups.js";
-import type { FlatAnswer } from "../services/candidates/flat-answer.js";
-import type { ProviderDetails } from "../services/candidates/cloud-view.js";
-import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN } from "./candidates-shape.js";
-import type { AnswerShape } from "../services/candidates/answer-shape.js";
+import { ascii, type BodyWriter } from "../../http/body-writer.js";
+import type { CandidatesQuery } from "../../query/request-groups.js";
+import type { FlatAnswer } from "../../services/candidates/flat-answer.js";
+import type { KeptDetails, ProviderDetails } from "../../services/candidates/cloud-view.js";
+import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN } from "./pieces.js";
+import { answerText, flatAnswer } from "./reference.js";
+import type { AnswerShape } from "../../services/candidates/answer-shape.js";
 
 interface EncodedProvider {
   /** Which class names the pieces spell (see namingOf). */
   naming: string;
+  /** Its uuid and trait names can be written between quotes as they are (see PLAIN). */
+  plain: boolean;
   quotedUuid: Buffer;
   /** The provider's allocation request for the last request template it was written with. */
   request?: { template: string; bytes: Buffer };
@@ -55,7 +62,7 @@ interface SummaryPieces {
 
 /** The encoded pieces of each provider's details (one per app; entries go with the details objects). */
 export class FlatBodyPieces {
-  private readonly encoded = new WeakMap<ProviderDetails, EncodedProvider>();
+  private readonly encoded = new WeakMap<KeptDetails, EncodedProvider>();
   /**
    * One string object per distinct naming, template and form, so checking
    * each provider's kept pieces against them compares pointers: equal
@@ -63,6 +70,18 @@ export class FlatBodyPieces {
    * character, three times per provider per answer.
    */
   private readonly texts = new Map<string, string>();
+  /** Whether each kept naming's class names are PLAIN (the keys are the kept strings of `texts`). */
+  private readonly plainNamings = new Map<string, boolean>();
+
+  /** Whether the class names of `naming` (a kept string) are PLAIN. */
+  plainNaming(naming: string, classNames: Map<number, string>): boolean {
+    let plain = this.plainNamings.get(naming);
+    if (plain === undefined) {
+      if (this.plainNamings.size >= 256) this.plainNamings.clear();
+      this.plainNamings.set(naming, (plain = [...classNames.values()].every((name) => PLAIN.test(name))));
+    }
+    return plain;
+  }
 
   /** The kept string equal to `text` (itself the first time). */
   canonical(text: string): string {
@@ -75,14 +94,17 @@ export class FlatBodyPieces {
     return kept;
   }
 
-  of(details: ProviderDetails, naming: string): EncodedProvider {
+  of(details: KeptDetails, naming: string): EncodedProvider {
     const kept = this.encoded.get(details);
     if (kept && kept.naming === naming) return kept;
-    const made: EncodedProvider = { naming, quotedUuid: ascii(`"${details.uuid}"`) };
+    const made: EncodedProvider = { naming, plain: PLAIN.test(details.uuid) && PLAIN.test(details.traits), quotedUuid: ascii(`"${details.uuid}"`) };
     this.encoded.set(details, made);
     return made;
   }
 }
+
+/** Printable ASCII but the quote and the backslash: text JSON writes between quotes as it is, one byte a character. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
 const ZERO = ascii("0");
 
@@ -139,7 +161,8 @@ function wholeSummary({ parts, classIds }: SummaryPieces, used: readonly number[
 }
 
 /** The body, written by `w` (made to hold about 512 bytes per candidate). */
-export function renderFlatBody(w: BodyWriter, shape: AnswerShape, query: CandidatesQuery, { anchors, classNames, names }: FlatAnswer, pieces: FlatBodyPieces): Buffer<ArrayBuffer> {
+export function renderFlatBody(w: BodyWriter, shape: AnswerShape, query: CandidatesQuery, answer: FlatAnswer, pieces: FlatBodyPieces): Buffer<ArrayBuffer> {
+  const { anchors, classNames, names } = answer;
   const amounts = new Map<string, number>();
   for (const g of query.groups) for (const [rc, amount] of g.resources) amounts.set(rc, (amounts.get(rc) ?? 0) + amount);
   const template = requestTemplate(shape, query, amounts);
@@ -149,10 +172,17 @@ export function renderFlatBody(w: BodyWriter, shape: AnswerShape, query: Candida
   const form = pieces.canonical(summaryForm(shape, requestedIds));
   const naming = pieces.canonical(namingOf(classNames));
 
-  w.bytes(REQUESTS_OPEN);
   const providers: EncodedProvider[] = new Array(anchors.length);
+  let plain = pieces.plainNaming(naming, classNames);
+  for (let i = 0; i < anchors.length; i++) if (!(providers[i] = pieces.of(anchors[i].details, naming)).plain) plain = false;
+  if (!plain) {
+    const { requests, summaries } = flatAnswer(shape, query, answer);
+    return w.bytes(Buffer.from(answerText(requests, summaries), "utf8")).finish();
+  }
+
+  w.bytes(REQUESTS_OPEN);
   for (let i = 0; i < anchors.length; i++) {
-    const p = (providers[i] = pieces.of(anchors[i].details, naming));
+    const p = providers[i];
     if (p.request?.template !== templateKey) {
       const uuid = `"${anchors[i].details.uuid}"`;
       p.request = { template: templateKey, bytes: ascii(template.join(uuid)) };

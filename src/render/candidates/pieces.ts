@@ -1,5 +1,5 @@
 /** The pieces every allocation candidates body has (what varies by microversion is services/candidates/answer-shape.ts). */
-import { ascii } from "../http/body-writer.js";
+import { ascii } from "../../http/body-writer.js";
 
 export const COMMA = ascii(",");
 export const REQUESTS_OPEN = ascii('{"allocation_requests":[');
