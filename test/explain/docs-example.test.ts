@@ -1,7 +1,8 @@
 /**
  * The worked example of docs/explain.md is what `placement explain` prints:
  * the cloud the page describes is built here, the command is run, and its
- * output must be the page's block, character for character.
+ * output must be the page's block, character for character; the README shows
+ * the same example and is held to the same output.
  */
 import { readFile } from "node:fs/promises";
 import path from "node:path";
@@ -44,4 +45,6 @@ it("prints the page's worked example", async () => {
   const json = /```json\n([\s\S]*?)```/.exec(page);
   const api = await t.request("GET", `/allocation_candidates/explain?${query}`);
   expect(api.body).toEqual(JSON.parse(json![1]));
+  const readme = /```\n\$ placement explain '([^']+)'\n([\s\S]*?)```/.exec(await readFile(path.join(projectRoot, "README.md"), "utf8"));
+  expect(readme?.slice(1)).toEqual([query, printed]);
 });
