@@ -249,7 +249,7 @@ export interface Server {
 }
 
 /** How a server process ended ("exit code 1", "signal SIGABRT"), or undefined while it runs. */
-export function endOf(proc: ChildProcess): string | undefined {
+function endOf(proc: ChildProcess): string | undefined {
   if (proc.signalCode !== null) return `signal ${proc.signalCode}`;
   if (proc.exitCode !== null) return `exit code ${proc.exitCode}`;
   return undefined;
@@ -383,7 +383,7 @@ function peakRssMb(pid: number | undefined): number {
 }
 
 /** A server that failed a query: it answered an error, or it dropped the connection (it may have died). */
-export class ServerFailed extends Error {
+class ServerFailed extends Error {
   constructor(
     readonly server: string,
     why: string,

@@ -66,8 +66,8 @@ export const configSchema = z.object({
   PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY: z.enum(["depth-first", "breadth-first"]).default("depth-first"),
   /**
    * Largest GET /allocation_candidates body, in bytes (0: no bound). An answer that would be larger is
-   * refused with 400 before any of it is sent, and the answers a worker writes at once hold twice this
-   * at the most (past it, 503), so a worker never holds more than that of its answers (docs/memory.md).
+   * refused with 400 before any of it is sent, and the answers a worker is writing at once hold twice this
+   * at the most (past it, 503); an answer stops counting once it is whole (docs/memory.md).
    * The default keeps every answer of Nova's usual queries (limit=1000) and of unlimited queries over
    * ten thousand nested compute nodes, and fits a worker's 256 MB heap.
    */

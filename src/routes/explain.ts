@@ -8,7 +8,7 @@
 import { Hono } from "hono";
 import type { AppEnv, RouteDeps } from "../http/context.js";
 import { declareRoute } from "../http/routing.js";
-import { explainCandidates, explainSource, type Explanation } from "../services/explain/service.js";
+import { explainCandidates, explainSource, explanationBody } from "../services/explain/service.js";
 import { candidatesRequest } from "./candidates-request.js";
 
 export function explainRoutes(deps: RouteDeps): Hono<AppEnv> {
@@ -22,6 +22,3 @@ export function explainRoutes(deps: RouteDeps): Hono<AppEnv> {
   }, { getSince: "1.10" });
   return app;
 }
-
-/** The answer's JSON (also what `placement explain --json` prints). */
-export const explanationBody = (e: Explanation) => ({ allocation_requests: e.allocationRequests, groups: e.groups, trees: e.trees, nearest: e.nearest });

@@ -141,7 +141,7 @@ export async function claim(store: Store, candidates: Pick<CandidatesAnswerer, "
   for (let round = 1; ; round++) {
     // 1. The answer, outside any transaction.
     const sink = new CollectingSink(req.query);
-    await candidates.answer(req.query, req.shape, sink);
+    await candidates.answer(req.query, req.shape, sink, "preference");
     const found = sink.answer();
     if (found.size === 0) throw new ClaimRefused(considered === 0 ? { reason: "no candidates" } : { reason: "no fit", considered });
     considered = Math.max(considered, found.size);

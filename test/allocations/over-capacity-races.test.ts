@@ -9,6 +9,7 @@
  * tables: usage as the successful writes say, never above what the rule
  * allows, the stored usage equal to the allocations.
  */
+import { capacitySql } from "../../src/services/rules/capacity.js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { newUuid, type Harness } from "../support/harness.js";
 import { claimBody, createProvider, emptyConsumers, providerGeneration, usageDrift, usedOn, type Provider } from "./fixtures.js";
@@ -28,7 +29,7 @@ beforeAll(() => {
 /** Capacity of the provider's VCPU, as the rule computes it. */
 async function capacityOf(rp: Provider): Promise<number> {
   const [row] = await t.sql<{ capacity: number }>(
-    `SELECT floor((i.total - i.reserved) * i.allocation_ratio)::int AS capacity FROM inventories i
+    `SELECT ${capacitySql("i")}::int AS capacity FROM inventories i
      JOIN resource_classes rc ON rc.id = i.resource_class_id WHERE i.resource_provider_id = $1 AND rc.name = 'VCPU'`,
     [rp.id],
   );

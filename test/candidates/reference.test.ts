@@ -49,8 +49,7 @@ describe("the reference renderer", () => {
       `{"allocation_requests":[{"allocations":{"${uuidOf(1)}":{"resources":{"VCPU":2}},"${uuidOf(2)}":{"resources":{"MEMORY_MB":512}}},` +
         `"mappings":{"":["${uuidOf(1)}"],"1":["${uuidOf(2)}"]}}],"provider_summaries":{}}`,
     );
-    // What a plain object would have done: the digits first.
-    expect(JSON.stringify({ "": 1, "1": 2 })).toBe('{"1":2,"":1}');
+    // A plain object would have put the digits first: JSON.stringify({ "": 1, "1": 2 }) is '{"1":2,"":1}'.
     expect(stringify(new Map([["", 1], ["1", 2]]))).toBe('{"":1,"1":2}');
   });
 

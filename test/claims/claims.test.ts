@@ -67,6 +67,23 @@ describe("POST /claims picks", () => {
     expect(await brokenInvariants(t)).toEqual([]);
   });
 
+  it("weighs candidates in preference order whatever randomize_allocation_candidates says", async () => {
+    const shuffled = await startHarness({ config: { PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES: true } });
+    try {
+      const own: Provider[] = [];
+      for (let i = 0; i < 3; i++) own.push(await createProvider(shuffled, { VCPU: { total: 8 } }));
+      // limit=1 leaves one candidate: the first in id order, not a random one, so every claim lands on the first node.
+      for (let i = 0; i < 4; i++) {
+        const res = await shuffled.request("POST", "/claims?resources=VCPU:1&limit=1", { body: claimBody({ pick: "first" }), version: "1.39" });
+        expect(res.status, res.text).toBe(200);
+        expect(chosen(res)).toEqual([own[0].uuid]);
+      }
+      expect(await brokenInvariants(shuffled)).toEqual([]);
+    } finally {
+      await shuffled.close();
+    }
+  });
+
   it("takes the query's filters as GET /allocation_candidates does (a required trait)", async () => {
     expect((await t.request("PUT", `/resource_providers/${nodes[1].uuid}/traits`, { body: { traits: [trait], resource_provider_generation: 1 } })).status).toBe(200);
     const res = await post(`resources=VCPU:1&required=${trait}`, claimBody({ pick: "spread" }));

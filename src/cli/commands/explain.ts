@@ -8,8 +8,7 @@ import { placementErrorFor } from "../../http/error-table.js";
 import { parseMicroversion } from "../../http/microversion.js";
 import { parseCandidatesQuery } from "../../query/request-groups.js";
 import { CandidatesService } from "../../services/candidates/service.js";
-import { explainCandidates, explainSource, type Explanation } from "../../services/explain/service.js";
-import { explanationBody } from "../../routes/explain.js";
+import { explainCandidates, explainSource, explanationBody, type Explanation } from "../../services/explain/service.js";
 import type { Cli } from "../context.js";
 import { ExitCode, UsageError } from "../exit-codes.js";
 

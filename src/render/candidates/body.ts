@@ -100,8 +100,8 @@ export class CandidatesBody implements AnswerBody {
   flat(answer: FlatAnswer): void {
     this.count = answer.anchors.length;
     this.flatWriter = new BodyWriter(1024 + answer.anchors.length * 512, undefined, this.pieces.buffers, this.bound);
+    // renderFlatBody checks the bound before the body is joined into one buffer.
     this.whole = renderFlatBody(this.flatWriter, this.shape, this.query, answer, this.pieces.flat);
-    this.flatWriter.within();
   }
 
   /** A turn of the event loop, and once the body streams, room in its queue (LiveBody.room). */

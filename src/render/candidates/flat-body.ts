@@ -177,7 +177,7 @@ export function renderFlatBody(w: BodyWriter, shape: AnswerShape, query: Candida
   for (let i = 0; i < anchors.length; i++) if (!(providers[i] = pieces.of(anchors[i].details, naming)).plain) plain = false;
   if (!plain) {
     const { requests, summaries } = flatAnswer(shape, query, answer);
-    return w.bytes(Buffer.from(answerText(requests, summaries), "utf8")).finish();
+    return w.bytes(Buffer.from(answerText(requests, summaries), "utf8")).within().finish();
   }
 
   w.bytes(REQUESTS_OPEN);
@@ -200,5 +200,5 @@ export function renderFlatBody(w: BodyWriter, shape: AnswerShape, query: Candida
     if (i > 0) w.bytes(COMMA);
     w.bytes(summary.whole.bytes);
   }
-  return w.bytes(BODY_CLOSE).finish();
+  return w.bytes(BODY_CLOSE).within().finish();
 }

@@ -31,7 +31,7 @@ export function stringify(value: Json): string {
 }
 
 /** One allocation request: providers in order of first appearance, each with its classes in the candidate's order. */
-export function allocationRequest(shape: AnswerShape, cand: Candidate, names: NamesById): Map<string, Json> {
+function allocationRequest(shape: AnswerShape, cand: Candidate, names: NamesById): Map<string, Json> {
   const byProvider = new Map<number, Map<string, Json>>();
   for (const rr of cand.resources) {
     let resources = byProvider.get(rr.providerId);
@@ -90,7 +90,7 @@ function summary(shape: AnswerShape, requested: ReadonlySet<string>, p: SummaryI
 const requestedClasses = (query: CandidatesQuery): Set<string> => new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
 
 /** The summaries of the engine's result, in its order. */
-export function engineSummaries(shape: AnswerShape, query: CandidatesQuery, r: CandidatesResult): Map<string, Json> {
+function engineSummaries(shape: AnswerShape, query: CandidatesQuery, r: CandidatesResult): Map<string, Json> {
   const requested = requestedClasses(query);
   const out = new Map<string, Json>();
   for (const { provider, inventories, traits } of r.summaries) {

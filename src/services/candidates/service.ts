@@ -1,8 +1,8 @@
 /**
  * The allocation candidates service: the one entry point of GET
- * /allocation_candidates (answer), and the functions through which callers
- * select candidates inside a transaction of their own, such as POST /claims
- * (candidatesInPreferenceOrder, candidatesWithSummaries).
+ * /allocation_candidates and of POST /claims (answer, which claims call in
+ * preference order into a CollectingSink), and candidatesInPreferenceOrder for
+ * callers that select candidates inside a transaction of their own.
  *
  * Every request first brings the cloud kept in memory (cloud-view.ts) up to
  * date from the change feed, by one statement that also looks up the
@@ -22,8 +22,8 @@
  * by candidate as the general plan finds them (so the body of a large answer
  * leaves while the search goes on), or whole from the flat pass.
  *
- * Callers with a transaction of their own (POST /claims) go straight to the
- * engine: every read goes through their `tx`, so the candidates are those of
+ * Callers with a transaction of their own go straight to the
+ * engine (candidatesInPreferenceOrder): every read goes through their `tx`, so the candidates are those of
  * their snapshot, never the copy's. Preference order is the order GET
  * /allocation_candidates answers in without randomize (trees in id order,
  * depth-first); `query.params.limit` stops the search early. Unknown names
@@ -37,7 +37,7 @@ import type { AnswerShape } from "./answer-shape.js";
 import { CloudView, type CloudViewOptions, type ViewNames, type ViewRead } from "./cloud-view.js";
 import type { Candidate } from "./combine.js";
 import { findCandidates, type EngineOptions } from "./engine.js";
-import type { CandidatesResult, NamesById } from "./generate.js";
+import type { NamesById } from "./generate.js";
 import { databasePaths, firstTaking, PREFERENCE, viewPaths } from "./paths/chooser.js";
 import { emit, type AnswerPath, type AnswerRequest, type CandidatesPath, type CandidatesSink } from "./paths/path.js";
 import { groupTraits, namesKnown } from "./unknown-names.js";
@@ -108,13 +108,16 @@ export class CandidatesService {
    * Returns the path that answered (undefined when the name lookups alone
    * showed there is none). Throws when none of the service's paths takes the
    * request (only a list without the general path can leave one untaken).
+   * `order` "preference" answers in preference order whatever
+   * randomize_allocation_candidates says (POST /claims weighs the candidates itself).
    */
-  async answer(query: CandidatesQuery, shape: AnswerShape, sink: CandidatesSink): Promise<CandidatesPath | undefined> {
+  async answer(query: CandidatesQuery, shape: AnswerShape, sink: CandidatesSink, order: AnswerOrder = "configured"): Promise<CandidatesPath | undefined> {
+    const settings = engineSettings(this.config);
     const request: AnswerRequest = {
       query,
       shape,
       sink,
-      engine: { ...engineSettings(this.config), shape, onCandidate: sink.candidate },
+      engine: { ...settings, randomize: order === "configured" && settings.randomize, shape, onCandidate: sink.candidate },
       limit: this.cap(query),
     };
     const fromView = viewPaths(this.paths);
@@ -142,6 +145,9 @@ export class CandidatesService {
   }
 }
 
+/** "configured": as randomize_allocation_candidates says; "preference": the order GET /allocation_candidates answers in without randomize. */
+export type AnswerOrder = "configured" | "preference";
+
 /** The trait and aggregate names the view looks up for `query` (as the engine's lookup, sql/names.ts lookupNames). */
 export function viewNames(query: CandidatesQuery): ViewNames {
   const { groups, params } = query;
@@ -149,15 +155,6 @@ export function viewNames(query: CandidatesQuery): ViewNames {
     traits: unique([...params.rootRequired, ...params.rootForbidden, ...groups.flatMap(groupTraits)]),
     aggregates: unique(groups.flatMap((g) => [...g.aggregates.memberOf.flat(), ...g.aggregates.forbidden])),
   };
-}
-
-/**
- * The engine's whole answer to `query` through the caller's `tx`: the
- * candidates in preference order (unless `opts.onCandidate` takes them) and
- * the summaries of the providers they use (POST /claims weighs them).
- */
-export async function candidatesWithSummaries(tx: Queryable, query: CandidatesQuery, opts: EngineOptions): Promise<CandidatesResult> {
-  return (await findCandidates(tx, query, opts)).result;
 }
 
 /** The candidates of `query` in preference order, every read through the caller's `tx` (see the header). */

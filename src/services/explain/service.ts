@@ -65,12 +65,15 @@ export interface Explanation {
   nearest: NearMiss[];
 }
 
+/** The answer's JSON: what GET /allocation_candidates/explain answers and `placement explain --json` prints. */
+export const explanationBody = (e: Explanation) => ({ allocation_requests: e.allocationRequests, groups: e.groups, trees: e.trees, nearest: e.nearest });
+
 /** How many near misses an explanation lists. */
-export const NEAREST = 5;
+const NEAREST = 5;
 
 /** The first tree stage: the groups only have to fit together on one tree (and the sharing providers its aggregates reach). */
-export const ONE_TREE = "every group on one tree";
-export const ONE_TREE_SHARING = "every group on one tree or the sharing providers of its aggregates";
+const ONE_TREE = "every group on one tree";
+const ONE_TREE_SHARING = "every group on one tree or the sharing providers of its aggregates";
 
 /**
  * What an explanation reads: the candidates service's answer at the
@@ -102,7 +105,9 @@ export async function explainCandidates(source: ExplainSource, db: Db, query: Ca
   for (const [i, stage] of stages.entries()) {
     if (i === stages.length - 1) roots.push(answer.roots);
     // A name the database does not know: no stage has a candidate (and the service may refuse a stage's query).
-    else roots.push(judged.namesKnown ? (await countCandidates(source, stage.query)).roots : new Set());
+    // Each stage adds a constraint, so after a stage that left no tree none can: no query for those.
+    else if (!judged.namesKnown || (i > 0 && roots[i - 1].size === 0)) roots.push(new Set());
+    else roots.push((await countCandidates(source, stage.query)).roots);
   }
   const trees = stages.map((s, i) => ({ constraint: s.constraint, remaining: roots[i].size }));
 

@@ -4,8 +4,8 @@
  * its routers in turn). The cloud view's paths come first, since they answer
  * from memory without reading every inventory row; the database's paths
  * answer what the view declines (an unknown name, a cloud too large to copy,
- * a resourceless group on a flat cloud) and every caller with a transaction
- * of its own (POST /claims).
+ * a resourceless group on a flat cloud), and every caller with a transaction
+ * of its own (candidatesInPreferenceOrder).
  */
 import { flatSourcePath } from "./flat-source.js";
 import { flatViewPath } from "./flat-view.js";
