@@ -1,10 +1,11 @@
 /**
  * The composition root: builds the Hono app from what it is given, and every
  * service that keeps state for the app's lifetime (AppServices), which no
- * route or module keeps on its own. The CLI's `serve` and every test call
- * this same factory with their own pool, and call its close() before
- * closing that pool. The pool, the read replicas and the metrics registry
- * are given, so their owner closes them.
+ * route or module keeps on its own: the read replicas the configuration
+ * names (PLACEMENT_READ_DATABASE_URL) among them, opened here and closed by
+ * the app's close(). The CLI's `serve` and every test call this same factory
+ * with their own pool, and call its close() before closing that pool. The
+ * pool and the metrics registry are given, so their owner closes them.
  */
 import { Hono } from "hono";
 import type { AppDeps, AppEnv, AppServices, RouteDeps } from "./http/context.js";
@@ -19,7 +20,10 @@ import { createMetrics } from "./observe/metrics.js";
 import { conflictKind } from "./observe/conflict-kind.js";
 import { operationsRoutes } from "./routes/operations.js";
 import { databaseCheck, healthcheckHandler } from "./observe/healthcheck.js";
-import { perTransactionLimits, poolOf, sessionLimits } from "./db/database.js";
+import { perTransactionLimits, poolOf, sessionLimits, urlOf, type Db } from "./db/database.js";
+import { ReadReplicas } from "./db/read-replicas.js";
+import type { Config } from "./config.js";
+import type { Logger } from "./log.js";
 import { requestLogger } from "./observe/request-log.js";
 import { sqlState } from "./db/sql-state.js";
 import { pastHandler, variesByMicroversion } from "./http/vary.js";
@@ -47,27 +51,47 @@ import { watchReplicas } from "./observe/replica-metrics.js";
 export interface PlacementApp {
   app: Hono<AppEnv>;
   services: AppServices;
-  /** Releases what the services hold (the change feed's LISTEN connection); call it before closing the pool. */
+  /** Releases what the services hold (the change feed's LISTEN connection, the read replicas' pools); call it before closing the pool. Once: a second call waits for the first. */
   close(): Promise<void>;
 }
 
-/** The stateful services of one app over `deps`. */
-function createServices(deps: AppDeps): AppServices {
-  const candidatesOn = (db: typeof deps.db) => new CandidatesService(db, deps.config, deps.candidates);
+/** The stateful services of one app over `deps`, reading from `replicas` where a read may be stale. */
+function createServices(deps: AppDeps, replicas: ReadReplicas | undefined): AppServices {
+  const candidatesOn = (db: Db) => new CandidatesService(db, deps.config, deps.candidates);
   return {
-    candidates: deps.reads ? new ReplicaRoutedCandidates(candidatesOn(deps.db), deps.reads, candidatesOn) : candidatesOn(deps.db),
+    candidates: replicas ? new ReplicaRoutedCandidates(candidatesOn(deps.db), replicas, candidatesOn) : candidatesOn(deps.db),
     candidateBodies: new BodyPieces(),
     changes: new ChangeNotifier(poolOf(deps.db), deps.log, deps.config.PLACEMENT_DB_POOLER !== "transaction"),
+    replicas,
   };
 }
 
-export function createApp(given: AppDeps): PlacementApp {
+/**
+ * PLACEMENT_READ_DATABASE_URL's standbys, when set, checked once before the
+ * app serves (so reads go there from the first request). Their monitor reaches
+ * the primary by the URL of the pool the app was given.
+ */
+function openReadReplicas(config: Config, primary: Db, log: Logger): Promise<ReadReplicas | undefined> {
+  const replicaUrls = config.PLACEMENT_READ_DATABASE_URL ?? [];
+  if (replicaUrls.length === 0) return Promise.resolve(undefined);
+  return ReadReplicas.open(primary, {
+    primaryUrl: urlOf(primary),
+    replicaUrls,
+    maxLagSeconds: config.PLACEMENT_READ_MAX_LAG_SECONDS,
+    poolSize: config.PLACEMENT_DB_POOL_SIZE,
+    limits: sessionLimits(config),
+    log,
+  });
+}
+
+export async function createApp(given: AppDeps): Promise<PlacementApp> {
   const app = new Hono<AppEnv>();
   const metrics = given.metrics ?? createMetrics();
   const deps = { ...given, metrics };
   const policy = createPolicyEnforcer(deps.config);
-  if (deps.reads) watchReplicas(metrics.registry, deps.reads);
-  const services = createServices(deps);
+  const replicas = await openReadReplicas(deps.config, deps.db, deps.log);
+  if (replicas) watchReplicas(metrics.registry, replicas);
+  const services = createServices(deps, replicas);
   const routeDeps: RouteDeps = {
     ...deps,
     store: {
@@ -142,7 +166,13 @@ export function createApp(given: AppDeps): PlacementApp {
     return c.body(text, placementError.status as 400, { ...headers, "content-type": contentType });
   });
 
-  return { app, services, close: () => services.changes.close() };
+  let closed: Promise<void> | undefined;
+  const close = () =>
+    (closed ??= (async () => {
+      await services.changes.close();
+      await replicas?.close();
+    })());
+  return { app, services, close };
 }
 
 /** Logs an unexpected failure in full and gives the client nothing internal. */

@@ -8,8 +8,7 @@ import { serve } from "@hono/node-server";
 import { createApp } from "./app.js";
 import { answerParserErrors } from "./http/client-error.js";
 import type { Config } from "./config.js";
-import { openDatabase, sessionLimits, type Db } from "./db/database.js";
-import { ReadReplicas } from "./db/read-replicas.js";
+import { openDatabase, sessionLimits } from "./db/database.js";
 import { rootCause, rootCauseText } from "./root-cause.js";
 import { superviseWorkers, type StartupFailure } from "./supervisor.js";
 import { startEmbeddedPostgres, type EmbeddedDatabase } from "./db/embedded.js";
@@ -59,8 +58,10 @@ export async function serveHttp(config: Config, url: string, log: Logger): Promi
     scrape: cluster.isWorker ? clusterScrapeFromWorker() : undefined,
   });
   if (cluster.isWorker) reportToPrimary(metrics.registry);
-  const reads = await openReadReplicas(config, url, database.db, log);
-  const { app, close: closeApp } = createApp({ db: database.db, config, log, metrics, reads });
+  const { app, close: closeApp } = await createApp({ db: database.db, config, log, metrics }).catch(async (err) => {
+    await database.close();
+    throw err;
+  });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, port: config.PORT, hostname: config.HOST, serverOptions: httpServerOptions(config) }, () =>
       resolve(s as Server),
@@ -68,7 +69,6 @@ export async function serveHttp(config: Config, url: string, log: Logger): Promi
     s.once("error", reject); // EADDRINUSE, EACCES: this process cannot serve
   }).catch(async (err) => {
     await closeApp();
-    await reads?.close();
     await database.close();
     throw err;
   });
@@ -89,18 +89,9 @@ export async function serveHttp(config: Config, url: string, log: Logger): Promi
     });
     clearInterval(closeIdle);
     await closeApp();
-    await reads?.close();
     await database.close();
   };
   return { server, stop };
-}
-
-/** PLACEMENT_READ_DATABASE_URL's standbys, when set. */
-function openReadReplicas(config: Config, primaryUrl: string, primary: Db, log: Logger): Promise<ReadReplicas | undefined> {
-  const replicaUrls = config.PLACEMENT_READ_DATABASE_URL ?? [];
-  if (replicaUrls.length === 0) return Promise.resolve(undefined);
-  const options = { primaryUrl, replicaUrls, maxLagSeconds: config.PLACEMENT_READ_MAX_LAG_SECONDS, poolSize: config.PLACEMENT_DB_POOL_SIZE };
-  return ReadReplicas.open(primary, { ...options, limits: sessionLimits(config), log });
 }
 
 /** PLACEMENT_METRICS_PORT's listener, when set. */

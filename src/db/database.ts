@@ -30,6 +30,13 @@ export function poolOf(db: Db): pg.Pool {
   return pool;
 }
 
+/** The URL the pool under `db` connects with (openDatabase's), for what needs connections of its own to the same server. */
+export function urlOf(db: Db): string {
+  const url = poolOf(db).options.connectionString;
+  if (!url) throw new Error("the database handle's pool has no connection string");
+  return url;
+}
+
 export interface Database {
   pool: pg.Pool;
   db: Db;

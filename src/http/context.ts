@@ -20,8 +20,6 @@ export interface AppDeps {
   log: Logger;
   /** The process's metrics; createApp makes a registry of its own when none is given. */
   metrics?: Metrics;
-  /** PLACEMENT_READ_DATABASE_URL's standbys, for the reads that may be stale; absent: every read on `db`. */
-  reads?: ReadReplicas;
   /** Tests only: how the candidates service picks its path (see CandidatesServiceOptions). */
   candidates?: CandidatesServiceOptions;
 }
@@ -34,6 +32,8 @@ export interface AppServices {
   candidateBodies: BodyPieces;
   /** Wakes GET /changes' long polls; holds a LISTEN connection while anyone waits. */
   changes: ChangeNotifier;
+  /** PLACEMENT_READ_DATABASE_URL's standbys, for the reads that may be stale; absent: every read on `db`. */
+  replicas?: ReadReplicas;
 }
 
 /** What route factories are given: the app's inputs plus what createApp builds from them once. */

@@ -23,7 +23,7 @@ const checkedOut = () => t.database.pool.totalCount - t.database.pool.idleCount;
 
 describe("createApp's close()", () => {
   it("releases the connection a waiting long poll listens on", async () => {
-    const placement = createApp({ db: t.database.db, config: t.config, log: createLogger("silent") });
+    const placement = await createApp({ db: t.database.db, config: t.config, log: createLogger("silent") });
     const headers = { "x-auth-token": "admin", accept: "application/json", "openstack-api-version": "placement latest" };
     const next = (await (await placement.app.request("/changes", { headers })).json()).next;
     const poll = placement.app.request(`/changes?since=${next}&timeout=2`, { headers });

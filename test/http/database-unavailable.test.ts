@@ -8,7 +8,7 @@ import { freePort } from "../../src/net.js";
 
 const log = createLogger("silent");
 const database = openDatabase(`postgresql://postgres@127.0.0.1:${await freePort()}/nowhere`, 2, log);
-const { app, close } = createApp({ db: database.db, config: testConfig(), log });
+const { app, close } = await createApp({ db: database.db, config: testConfig(), log });
 afterAll(async () => {
   await close();
   await database.close();

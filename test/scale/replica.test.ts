@@ -42,7 +42,8 @@ const log = createLogger("silent");
 let primary: Cluster;
 let standby: Cluster;
 let database: Database;
-const opened: ReadReplicas[] = [];
+/** What each test opened: apps (whose close() closes their replicas) and replicas opened alone. */
+const opened: Array<{ close(): Promise<void> }> = [];
 
 beforeAll(async () => {
   if (missing) return;
@@ -64,11 +65,19 @@ afterAll(async () => {
   await primary?.stop();
 });
 
+/** An app over the primary whose configuration names `replicaUrls` as its standbys (createApp opens them). */
 async function serverWith(replicaUrls: string[], maxLagSeconds: number) {
-  const reads = await ReadReplicas.open(database.db, { primaryUrl: primary.url, replicaUrls, maxLagSeconds, poolSize: 3, limits: NO_LIMITS, log });
-  opened.push(reads);
   const metrics = createMetrics();
-  const { app } = createApp({ db: database.db, config: testConfig({ DATABASE_URL: primary.url }), log, metrics, reads });
+  const config = testConfig({
+    DATABASE_URL: primary.url,
+    PLACEMENT_READ_DATABASE_URL: replicaUrls,
+    PLACEMENT_READ_MAX_LAG_SECONDS: maxLagSeconds,
+    PLACEMENT_DB_POOL_SIZE: 3,
+  });
+  const placement = await createApp({ db: database.db, config, log, metrics });
+  opened.push(placement);
+  const { app } = placement;
+  const reads = placement.services.replicas!;
   const request = async (method: string, path: string, body?: unknown) => {
     const res = await app.request(path, {
       method,
@@ -78,7 +87,7 @@ async function serverWith(replicaUrls: string[], maxLagSeconds: number) {
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : undefined, text };
   };
-  return { reads, metrics, request };
+  return { reads, metrics, request, close: () => placement.close() };
 }
 
 type Server = Awaited<ReturnType<typeof serverWith>>;
@@ -317,12 +326,27 @@ describe.skipIf(missing !== undefined)(`read replicas on a real streaming standb
     expect(terminated).toBeGreaterThan(0);
     expect(calls).toBeGreaterThan(body.written);
 
-    const onlyPrimary = createApp({ db: database.db, config, log, metrics: createMetrics() }).app;
-    const direct = await onlyPrimary.request("/allocation_candidates?resources=VCPU:1", {
+    const onlyPrimary = await createApp({ db: database.db, config, log, metrics: createMetrics() });
+    opened.push(onlyPrimary);
+    const direct = await onlyPrimary.app.request("/allocation_candidates?resources=VCPU:1", {
       headers: { "x-auth-token": "admin", "openstack-api-version": "placement 1.39", accept: "application/json" },
     });
     expect(JSON.parse((out as Buffer).toString())).toEqual(await direct.json());
     expect(await servedBy(server.metrics)).toEqual({ primary: 1 });
+  });
+
+  it("leaves no connection to the standby open once the app is closed", async () => {
+    const app = "placement_replica_close";
+    const server = await serverWith([standbyUrl(app)], 60);
+    await waitForReplay(primary, standby);
+    await until("the standby serves", () => server.reads.states()[0].usable);
+    await candidates(server, 1);
+    const sessions = async () =>
+      (await standby.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1", [app]))[0].n;
+    expect(await sessions()).toBeGreaterThan(0);
+    await server.close();
+    await until("the standby's sessions end", async () => (await sessions()) === 0, 5_000);
+    expect(await servedBy(server.metrics)).toEqual({ replica: 1 });
   });
 
   // Last: it stops the standby.

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../src/net.js";
-import { createApp } from "../../src/app.js";
+import { createApp, type PlacementApp } from "../../src/app.js";
 import { testConfig } from "../../src/config.js";
 import { openDatabase, sessionLimits, type Database } from "../../src/db/database.js";
 import { runMigrations } from "../../src/db/migrate.js";
@@ -23,10 +23,10 @@ const DB = "pooler_standby";
 let primary: Cluster;
 let standby: Cluster;
 let onStandby: Database;
-let app: ReturnType<typeof createApp>["app"];
+let placement: PlacementApp | undefined;
 
 const request = (method: string, path: string, body?: unknown) =>
-  app.request(path, {
+  placement!.app.request(path, {
     method,
     headers: { "x-auth-token": "admin", accept: "application/json", "openstack-api-version": "placement latest", "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -44,10 +44,11 @@ describe.skipIf(unavailable !== undefined)("pointed at a hot standby", () => {
     const config = testConfig({ DATABASE_URL: standby.urlFor(DB) });
     const log = createLogger("silent");
     onStandby = openDatabase(standby.urlFor(DB), 4, log, sessionLimits(config));
-    ({ app } = createApp({ db: onStandby.db, config, log, metrics: createMetrics() }));
+    placement = await createApp({ db: onStandby.db, config, log, metrics: createMetrics() });
   }, 120_000);
 
   afterAll(async () => {
+    await placement?.close();
     await onStandby?.close();
     await standby?.stop();
     await primary?.stop();

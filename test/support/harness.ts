@@ -67,7 +67,7 @@ export async function startHarness(
   // (max_connections 100 by default); race tests ask for the clients they race.
   const database = openDatabase(options.via?.(testDb.url) ?? testDb.url, options.poolSize ?? 10, log, sessionLimits(config));
   const metrics = createMetrics();
-  const { app, close: closeApp } = createApp({ db: database.db, config, log, metrics });
+  const { app, close: closeApp } = await createApp({ db: database.db, config, log, metrics });
   const others: Array<() => Promise<void>> = [];
 
   const requester = (app: Hono<AppEnv>) => async (method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> => {
@@ -101,8 +101,8 @@ export async function startHarness(
     request,
     requestVia: (candidates) => {
       const other = createApp({ db: database.db, config, log, candidates });
-      others.push(other.close);
-      return requester(other.app);
+      others.push(async () => (await other).close());
+      return async (...args) => requester((await other).app)(...args);
     },
     sql: async (text, params) => (await database.pool.query(text, params as unknown[])).rows,
     close: async () => {
