@@ -212,7 +212,7 @@ describe("the view's bounds", () => {
     const snapshot = path.join(tmpdir(), `cloud-view-${randomUUID()}.heapsnapshot`);
     try {
       const p = await own.d.provider({ inventory: { [custom("CPU")]: 4 } });
-      const view = new CloudView(database.db, { namedStatements: true });
+      const view = new CloudView(database.db);
       expect(await view.read({ traits: [], aggregates: [] }, (read) => read.byUuid.has(p.uuid))).toBe(true);
       v8.writeHeapSnapshot(snapshot);
       // The provider's row as the full read's text column has it ("uuid parent root"): only the read's result holds it.
@@ -237,7 +237,7 @@ describe("the view's bounds", () => {
       await own.t.sql(`INSERT INTO resource_providers (uuid, name, generation, parent_provider_id, root_provider_id) VALUES (gen_random_uuid()::text, 'slices-child', 0, $1, $1)`, [parent]);
       const count = Number((await own.t.sql<{ n: string }>(`SELECT count(*) AS n FROM resource_providers`))[0].n);
       let turns = 0;
-      const view = new CloudView(database.db, { namedStatements: true, between: async () => void turns++ });
+      const view = new CloudView(database.db, { between: async () => void turns++ });
       const seen = await view.read({ traits: [], aggregates: [] }, (read) => ({ providers: read.byUuid.size, trees: read.trees().list.length, flat: read.flat }));
       expect(seen).toEqual({ providers: count, trees: count - 1, flat: false });
       // Three slices of providers (two turns), one turn before the trees, and over ten thousand trees a thousand at a time.

@@ -3,13 +3,16 @@
  * statement is prepared once under its readable name and then reused by
  * later transactions on that connection, with results parsed as drizzle's
  * execute parses them; another text of the same name gets a name of its
- * own; on a pool behind a transaction pooler nothing is prepared.
+ * own; on a pool behind a transaction pooler nothing is prepared. The
+ * cloud view's statements, sent to a pg client itself, are named by the
+ * same pool's namer.
  */
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { NO_LIMITS, openDatabase, type Database } from "../../src/db/database.js";
-import { executePrepared, statementNamer } from "../../src/db/prepared.js";
+import { executePrepared, namedText, statementNamer } from "../../src/db/prepared.js";
 import { createLogger } from "../../src/log.js";
+import { CloudView } from "../../src/services/candidates/cloud-view.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 
 let testDb: TestDatabase;
@@ -83,4 +86,22 @@ it("prepares nothing behind a transaction pooler, where the next statement may r
     });
     expect(names).toEqual([]);
   });
+});
+
+it("names the cloud view's statements through the pool, as every other, and nothing behind a transaction pooler", async () => {
+  const VIEW = sql`SELECT name FROM pg_prepared_statements WHERE name LIKE 'ac\\_view\\_%' ORDER BY name`;
+  const viewNames = async (transactionPooler: boolean) =>
+    withDatabase(transactionPooler, async ({ db }) => {
+      // A full read, then a delta.
+      const view = new CloudView(db);
+      for (let i = 0; i < 2; i++) expect(await view.read({ traits: [], aggregates: [] }, (read) => read.flat)).toBe(true);
+      return (await db.execute(VIEW)).rows.map((r) => r.name);
+    });
+  expect(await viewNames(false)).toEqual(["ac_view_delta", "ac_view_full"]);
+  expect(await viewNames(true)).toEqual([]);
+});
+
+it("refuses a name that would not read as one", () => {
+  expect(namedText("pl_ok", "SELECT 1")).toBe("/*named:pl_ok*/ SELECT 1");
+  expect(() => namedText("pl ok*/ DROP", "SELECT 1")).toThrow(/not a statement name/);
 });

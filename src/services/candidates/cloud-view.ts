@@ -37,6 +37,7 @@
  */
 import { setImmediate as turn } from "node:timers/promises";
 import { poolOf, type Db } from "../../db/database.js";
+import { namedText } from "../../db/prepared.js";
 import { isFlat, SHARING_TRAIT } from "./cloud-shape.js";
 import { TreeIndex, type ViewTrees } from "./cloud-trees.js";
 import { readInventory, Words } from "./sql/inventory-text.js";
@@ -102,8 +103,6 @@ export interface ViewNames {
 }
 
 export interface CloudViewOptions {
-  /** False behind a transaction pooler, where a prepared statement may be on another connection. */
-  namedStatements: boolean;
   /** A copy older than this is read whole again (see the header). */
   fullReadEveryMs?: number;
   /** Above this many providers a flat cloud is not copied (see the header). */
@@ -123,6 +122,10 @@ export interface CloudViewOptions {
 const PROVIDERS_PER_TURN = 5000;
 
 const FULL_READ_EVERY_MS = 5 * 60_000;
+
+/** The two statements, each asking its pool for a readable name. */
+const DELTA = namedText("ac_view_delta", DELTA_TEXT);
+const FULL = namedText("ac_view_full", FULL_TEXT);
 /**
  * A flat provider with three inventories takes about 1.2 KB of the copy
  * (heap snapshots of 10,000 providers), so the largest flat copy is about
@@ -229,7 +232,6 @@ export class CloudView {
   private copy: Copy | undefined;
   /** When a full read last found more providers than the bound (undefined: not since the last copy). */
   private tooLargeAt: number | undefined;
-  private readonly namedStatements: boolean;
   private readonly fullReadEveryMs: number;
   private readonly maxProviders: number;
   private readonly maxTreeProviders: number;
@@ -237,9 +239,8 @@ export class CloudView {
 
   constructor(
     private readonly db: Db,
-    options: CloudViewOptions,
+    options: CloudViewOptions = {},
   ) {
-    this.namedStatements = options.namedStatements;
     this.fullReadEveryMs = options.fullReadEveryMs ?? FULL_READ_EVERY_MS;
     this.maxProviders = options.maxProviders ?? MAX_PROVIDERS;
     this.maxTreeProviders = options.maxTreeProviders ?? MAX_TREE_PROVIDERS;
@@ -258,7 +259,7 @@ export class CloudView {
     const base = this.copy;
     if (base && Date.now() - base.readAt < this.fullReadEveryMs) {
       const sent = base.seq;
-      const rows = await this.run(DELTA_TEXT, "ac_view_delta", [traits, wanted.aggregates, sent]);
+      const rows = await this.run(DELTA, [traits, wanted.aggregates, sent]);
       // The feed cannot say what changed after `sent` (see the header): read everything again.
       const lost = rows.started !== base.started || rows.seq < sent || rows.prunedThrough > sent;
       if (!lost) {
@@ -274,7 +275,7 @@ export class CloudView {
         if (copy && copy.started === rows.started && copy.seq >= rows.seq) return use(this.seen(rows, copy));
       } else if (this.copy === base) this.copy = undefined;
     }
-    const rows = await this.run(FULL_TEXT, "ac_view_full", [traits, wanted.aggregates, this.maxProviders, this.maxTreeProviders]);
+    const rows = await this.run(FULL, [traits, wanted.aggregates, this.maxProviders, this.maxTreeProviders]);
     if (rows.providerCount > this.bound(isFlat(rows.names))) return this.tooLarge(base);
     this.tooLargeAt = undefined;
     const copy = await this.build(rows, base);
@@ -324,13 +325,14 @@ export class CloudView {
    * connection for as long as that connection lives (its callback stays
    * reachable from the new client's connect handlers), and the first full
    * read's result is every row of the cloud (some 20 MB of strings over
-   * 50,000 providers, in a heap snapshot).
+   * 50,000 providers, in a heap snapshot). The pool names the statement
+   * where its connections keep named ones (db/prepared.ts), as every other.
    */
-  private async run(text: string, name: string, values: unknown[]): Promise<Rows> {
+  private async run(text: string, values: unknown[]): Promise<Rows> {
     const client = await poolOf(this.db).connect();
     let failure: Error | undefined;
     try {
-      const result = await client.query<unknown[]>({ name: this.namedStatements ? name : undefined, text, values, rowMode: "array" });
+      const result = await client.query<unknown[]>({ text, values, rowMode: "array" });
       return readRows(result.rows);
     } catch (error) {
       failure = error as Error;

@@ -39,7 +39,7 @@ import type { Candidate } from "./combine.js";
 import { findCandidates, type EngineOptions } from "./engine.js";
 import type { NamesById } from "./generate.js";
 import { databasePaths, firstTaking, PREFERENCE, viewPaths } from "./paths/chooser.js";
-import { emit, type AnswerPath, type AnswerRequest, type CandidatesPath, type CandidatesSink } from "./paths/path.js";
+import { emit, type AnswerPath, type AnswerRequest, type CandidatesPath, type CandidatesSink, type DatabasePath, type ViewPath } from "./paths/path.js";
 import { groupTraits, namesKnown } from "./unknown-names.js";
 
 export type { CandidatesPath, CandidatesSink } from "./paths/path.js";
@@ -49,7 +49,6 @@ export type CandidatesConfig = Pick<
   | "PLACEMENT_RANDOMIZE_ALLOCATION_CANDIDATES"
   | "PLACEMENT_MAX_ALLOCATION_CANDIDATES"
   | "PLACEMENT_ALLOCATION_CANDIDATES_GENERATION_STRATEGY"
-  | "PLACEMENT_DB_POOLER"
 >;
 
 /** What the configuration says of how the engine searches: read here only, for GET /allocation_candidates and POST /claims alike. */
@@ -81,18 +80,19 @@ export interface PreferredCandidate {
 
 export class CandidatesService {
   private readonly view: CloudView;
-  private readonly paths: readonly AnswerPath[];
+  /** The service's paths (see CandidatesServiceOptions), split once by what they answer from. */
+  private readonly fromView: readonly ViewPath[];
+  private readonly fromDatabase: readonly DatabasePath[];
 
   constructor(
     private readonly db: Db,
     private readonly config: CandidatesConfig,
     options: CandidatesServiceOptions = {},
   ) {
-    // A transaction pooler gives each statement any server connection: a statement prepared on one is unknown
-    // (or, named alike, already there) on the next, so there every statement is unnamed.
-    const named = config.PLACEMENT_DB_POOLER !== "transaction";
-    this.view = new CloudView(db, { ...options.view, namedStatements: named });
-    this.paths = options.paths ?? PREFERENCE;
+    this.view = new CloudView(db, options.view);
+    const paths = options.paths ?? PREFERENCE;
+    this.fromView = viewPaths(paths);
+    this.fromDatabase = databasePaths(paths);
   }
 
   /**
@@ -120,16 +120,15 @@ export class CandidatesService {
       engine: { ...settings, randomize: order === "configured" && settings.randomize, shape, onCandidate: sink.candidate },
       limit: this.cap(query),
     };
-    const fromView = viewPaths(this.paths);
-    if (fromView.length > 0) {
+    if (this.fromView.length > 0) {
       // An unknown name goes to the engine, which knows whether Placement refuses it (unknown-names.ts).
       const chosen = await this.view.read(viewNames(query), (read) =>
-        namesKnown(query, read.names) ? firstTaking(fromView, (p) => p.take(read, request)) : undefined,
+        namesKnown(query, read.names) ? firstTaking(this.fromView, (p) => p.take(read, request)) : undefined,
       );
       if (chosen) return (await chosen.taken()) ? chosen.path.name : undefined;
     }
     const { result, path } = await this.db.transaction(
-      (tx) => findCandidates(tx, query, request.engine, databasePaths(this.paths)),
+      (tx) => findCandidates(tx, query, request.engine, this.fromDatabase),
       // One snapshot: the narrowing queries and the tree loads must agree.
       { isolationLevel: "repeatable read", accessMode: "read only" },
     );

@@ -285,7 +285,7 @@ const NO_BOUND = 2 ** 31 - 1;
 
 /** judge() over a copy of the whole cloud made for this request (the service keeps none of a cloud this large). */
 async function judgeWholeCloud(db: Db, query: CandidatesQuery, served: (rootUuid: string) => boolean): Promise<Judged> {
-  const once = new CloudView(db, { namedStatements: false, maxProviders: NO_BOUND, maxTreeProviders: NO_BOUND });
+  const once = new CloudView(db, { maxProviders: NO_BOUND, maxTreeProviders: NO_BOUND });
   const judged = await once.read(viewNames(query), (read) => judge(read, query, served));
   if (!judged) throw new Error("a cloud view without bounds declined to copy the cloud");
   return judged;

@@ -26,5 +26,6 @@ export function firstTaking<P extends AnswerPath, A>(paths: readonly P[], take: 
   return undefined;
 }
 
+/** The paths that answer from the cloud view, and those that answer from the database (a service splits its list once). */
 export const viewPaths = (paths: readonly AnswerPath[]): ViewPath[] => paths.filter((p): p is ViewPath => p.over === "view");
 export const databasePaths = (paths: readonly AnswerPath[]): DatabasePath[] => paths.filter((p): p is DatabasePath => p.over === "database");
