@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- candidates [--sizes 1000,10000 | none] [--reference-sizes 1000] [--iterations 20] [--warm-up-seconds 3] [--no-reference] [--allocations K] [--usages N | --no-usages] [--shapes TEXT,...] [--server-heap-mb N]`
+ * `npm run bench -- candidates [--sizes 1000,10000 | none] [--reference-sizes 1000] [--iterations 20] [--warm-up-seconds 3] [--no-reference] [--allocations K] [--usages N | --no-usages] [--shapes TEXT,...] [--server-heap-mb N] [--against DIR]`
  *
  * GET /allocation_candidates latency, side by side with the reference
  * Placement (Debian's python3-placement through ../shared/conformance/reference-server),
@@ -21,10 +21,15 @@
  * saying so instead of figures, ours is started again for the next query,
  * and the table still comes out, with the number of processes that died.
  * --server-heap-mb replaces `npm start`'s heap limit for our server (to see
- * what a smaller worker holds). Not a test: it prints figures and asserts nothing.
+ * what a smaller worker holds). --against DIR also starts the build in DIR
+ * (another checkout of this project with its dist/ built, say a worktree at an
+ * older commit; its migrations must be ours or older) on the same databases as
+ * ours, measures it in the same alternating blocks, and adds the column
+ * "ours / against p50" (above 1: ours is slower).
+ * Not a test: it prints figures and asserts nothing.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -49,6 +54,8 @@ interface Options {
   shapes: string[];
   /** Our server's heap limit in MB (undefined: `npm start`'s). */
   serverHeapMb?: number;
+  /** Another checkout whose built server is measured beside ours (--against). */
+  against?: string;
 }
 
 function parseArgs(args: string[]): Options {
@@ -65,6 +72,10 @@ function parseArgs(args: string[]): Options {
     else if (args[i] === "--no-usages") opts.usages = 0;
     else if (args[i] === "--shapes") opts.shapes = next().split(",").filter(Boolean);
     else if (args[i] === "--server-heap-mb") opts.serverHeapMb = Number(next());
+    else if (args[i] === "--against") opts.against = path.resolve(next());
+  }
+  if (opts.against !== undefined && !existsSync(path.join(opts.against, "dist/src/cli.js"))) {
+    throw new Error(`--against ${opts.against}: no dist/src/cli.js there (run npm run build in it)`);
   }
   return opts;
 }
@@ -309,17 +320,20 @@ function start(cmd: string, args: string[], env: Record<string, string>, port: n
   };
 }
 
-/** Node's arguments from `npm start` (its heap limit included), so the bench measures what production runs. */
-export function startArguments(): string[] {
-  const script = (JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
+/** Node's arguments from `npm start` of the checkout at `root` (its heap limit included), so the bench measures what production runs. */
+export function startArguments(root = ROOT): string[] {
+  const script = (JSON.parse(readFileSync(path.join(root, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
   const [node, ...args] = script.split(/\s+/);
   if (node !== "node") throw new Error(`unexpected start script: ${script}`);
-  return args.map((a) => (a.endsWith(".js") ? path.join(ROOT, a) : a));
+  return args.map((a) => (a.endsWith(".js") ? path.join(root, a) : a));
 }
 
-/** Our server (`npm start`'s arguments, one worker) on `url`; `env` adds settings (the replica bench's read URL), `heapMb` replaces the heap limit. */
-export async function startOurs(url: string, port: number, env: Record<string, string> = {}, heapMb?: number): Promise<Server> {
-  const args = startArguments().map((a) => (heapMb !== undefined && a.startsWith("--max-old-space-size=") ? `--max-old-space-size=${heapMb}` : a));
+/**
+ * Our server (`npm start`'s arguments, one worker) on `url`; `env` adds settings (the replica bench's read URL),
+ * `heapMb` replaces the heap limit, `root` is another checkout's build (--against).
+ */
+export async function startOurs(url: string, port: number, env: Record<string, string> = {}, heapMb?: number, root = ROOT): Promise<Server> {
+  const args = startArguments(root).map((a) => (heapMb !== undefined && a.startsWith("--max-old-space-size=") ? `--max-old-space-size=${heapMb}` : a));
   const s = start(
     process.execPath,
     args,
@@ -487,12 +501,14 @@ export async function measure(
   });
 }
 
-/** The servers measured on one data set: ours is started again on `ourUrl` if it dies, a reference that dies is left out. */
+/** The servers measured on one data set: ours is started again on `ourUrl` if it dies, a reference (or against) that dies is left out. */
 interface Fleet {
   ours: Server;
   ourUrl: string;
   heapMb?: number;
   ref?: Server;
+  /** The --against build, on ours's database. */
+  against?: Server;
   /** Server processes that died so far (the bench's own count, printed under the table). */
   deaths: number;
 }
@@ -504,8 +520,8 @@ interface Fleet {
  */
 async function measureSurviving(fleet: Fleet, shape: Shape, iterations: number, warmUps: number, warmUpSeconds: number): Promise<Array<Omit<Row, "size" | "shape">>> {
   const out: Array<Omit<Row, "size" | "shape">> = [];
-  let names = fleet.ref ? ["ours", "reference"] : ["ours"];
-  const serverOf = (name: string) => (name === "ours" ? fleet.ours : fleet.ref!);
+  let names = ["ours", ...(fleet.against ? ["against"] : []), ...(fleet.ref ? ["reference"] : [])];
+  const serverOf = (name: string) => (name === "ours" ? fleet.ours : name === "against" ? fleet.against! : fleet.ref!);
   while (names.length > 0) {
     const servers = names.map((name) => ({ name, port: serverOf(name).port }));
     try {
@@ -526,6 +542,8 @@ async function measureSurviving(fleet: Fleet, shape: Shape, iterations: number, 
         if (error.server === "ours") {
           fleet.ours = await startOurs(fleet.ourUrl, await freePort(), {}, fleet.heapMb);
           failure += ", started again";
+        } else if (error.server === "against") {
+          fleet.against = undefined;
         } else {
           fleet.ref = undefined;
         }
@@ -535,6 +553,10 @@ async function measureSurviving(fleet: Fleet, shape: Shape, iterations: number, 
   }
   return out;
 }
+
+/** The --against build on `url` (ours's database, migrated and loaded), when asked for. */
+const startAgainst = async (opts: Options, url: string) =>
+  opts.against === undefined ? undefined : startOurs(url, await freePort(), {}, opts.serverHeapMb, opts.against);
 
 const selected = (opts: Options, shape: Shape) => opts.shapes.length === 0 || opts.shapes.some((text) => shape.name.includes(text));
 
@@ -553,6 +575,7 @@ export default async function (args: string[]): Promise<void> {
       const built = performance.now();
       await load(dbUrl(ourDb), variant, size, "ours", opts.allocations);
       process.stderr.write(`${size} ${variant}: data set built in ${((performance.now() - built) / 1000).toFixed(0)} s\n`);
+      fleet.against = await startAgainst(opts, fleet.ourUrl);
       const ref = withReference ? await startReference(await createDb(refDb), await freePort()) : undefined;
       if (ref) {
         fleet.ref = ref;
@@ -573,6 +596,7 @@ export default async function (args: string[]): Promise<void> {
         // Also after a failure: no server outlives the bench.
         deaths += fleet.deaths;
         await fleet.ours.stop();
+        await fleet.against?.stop();
         await ref?.stop();
         await dropDb(ourDb);
         if (withReference) await dropDb(refDb);
@@ -585,6 +609,7 @@ export default async function (args: string[]): Promise<void> {
     const refDb = "bench_usages_ref";
     const fleet: Fleet = { ours: await startOurs(await createDb(ourDb), await freePort(), {}, opts.serverHeapMb), ourUrl: dbUrl(ourDb), heapMb: opts.serverHeapMb, deaths: 0 };
     await loadUsages(dbUrl(ourDb), "ours", opts.usages);
+    fleet.against = await startAgainst(opts, fleet.ourUrl);
     const ref = withReference ? await startReference(await createDb(refDb), await freePort()) : undefined;
     if (ref) {
       fleet.ref = ref;
@@ -596,12 +621,13 @@ export default async function (args: string[]): Promise<void> {
     } finally {
       deaths += fleet.deaths;
       await fleet.ours.stop();
+      await fleet.against?.stop();
       await ref?.stop();
       await dropDb(ourDb);
       if (withReference) await dropDb(refDb);
     }
   }
-  print(rows, peak, deaths);
+  print(rows, peak, deaths, opts.against !== undefined);
 }
 
 function dbUrl(db: string): string {
@@ -610,21 +636,24 @@ function dbUrl(db: string): string {
   return u.toString();
 }
 
-function print(rows: Row[], peak: number, deaths: number): void {
+function print(rows: Row[], peak: number, deaths: number, against: boolean): void {
   const f = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
   const lines = [
-    "| nodes | query | server | p50 ms | p95 ms | p99 ms | candidates | response KB | reference p50 / ours p50 | our peak RSS so far MB |",
-    "|---|---|---|---|---|---|---|---|---|---|",
+    `| nodes | query | server | p50 ms | p95 ms | p99 ms | candidates | response KB | reference p50 / ours p50 |${against ? " ours / against p50 |" : ""} our peak RSS so far MB |`,
+    `|---|---|---|---|---|---|---|---|---|${against ? "---|" : ""}---|`,
   ];
+  const measured = (r: Row, server: string) => rows.find((x) => x.size === r.size && x.shape === r.shape && x.server === server && x.failure === undefined);
   for (const r of rows) {
     if (r.failure !== undefined) {
-      lines.push(`| ${r.size} | ${r.shape} | ${r.server} | failed: ${r.failure} | | | | | | |`);
+      lines.push(`| ${r.size} | ${r.shape} | ${r.server} | failed: ${r.failure} | | | | | |${against ? " |" : ""} |`);
       continue;
     }
-    const ref = rows.find((x) => x.size === r.size && x.shape === r.shape && x.server === "reference" && x.failure === undefined);
+    const ref = measured(r, "reference");
     const ratio = r.server === "ours" && ref ? `${(ref.p50 / r.p50).toFixed(1)}x` : "";
+    const base = measured(r, "against");
+    const versus = against ? ` ${r.server === "ours" && base ? (r.p50 / base.p50).toFixed(2) : ""} |` : "";
     const rss = r.rss === undefined ? "" : r.rss.toFixed(0);
-    lines.push(`| ${r.size} | ${r.shape} | ${r.server} | ${f(r.p50)} | ${f(r.p95)} | ${f(r.p99)} | ${r.candidates} | ${f(r.kb)} | ${ratio} | ${rss} |`);
+    lines.push(`| ${r.size} | ${r.shape} | ${r.server} | ${f(r.p50)} | ${f(r.p95)} | ${f(r.p99)} | ${r.candidates} | ${f(r.kb)} | ${ratio} |${versus} ${rss} |`);
   }
   lines.push("", `our server's peak RSS (VmHWM, one process): ${peak.toFixed(0)} MB`, `server processes that died: ${deaths}`);
   process.stdout.write(`${lines.join("\n")}\n`);
