@@ -139,6 +139,7 @@ export async function replaceAllocations(tx: Tx, writes: readonly ConsumerAlloca
       tx,
       sql`DELETE FROM allocations WHERE consumer_id = ANY(${sql.param(existing)}::int[])
           RETURNING consumer_id AS "consumerId", resource_provider_id AS "providerId", resource_class_id AS "classId", used`,
+      "pl_release_allocations",
     );
     released.push(...freed.rows);
   }
@@ -202,7 +203,9 @@ async function lockProvidersAndResolveClasses(
     SELECT 'p' AS kind, id, uuid AS name FROM locked
     UNION ALL
     SELECT 'c', id, name FROM resource_classes WHERE name = ANY(${sql.param(classNames)}::text[])
-    ${inventoryLocks}`);
+    ${inventoryLocks}`,
+    "pl_lock_providers_resolve_classes",
+  );
   return {
     providers: res.rows.filter((r) => r.kind === "p").map((r) => ({ id: r.id, uuid: r.name })),
     classIds: new Map(res.rows.filter((r) => r.kind === "c").map((r) => [r.name, r.id])),
@@ -272,7 +275,9 @@ export async function writeWithinCapacity(
     SELECT v.ok, inv.resource_provider_id AS "providerId", inv.resource_class_id AS "classId", inv.total, inv.reserved,
            inv.min_unit AS "minUnit", inv.max_unit AS "maxUnit", inv.step_size AS "stepSize",
            inv.allocation_ratio AS "allocationRatio", inv.used
-    FROM verdict v LEFT JOIN inv ON true`);
+    FROM verdict v LEFT JOIN inv ON true`,
+    "pl_write_allocations",
+  );
   checkCapacity(wanted, released, classIds, res.rows.filter((r) => r.providerId !== null));
   if (!res.rows[0]?.ok) throw new Error("capacity check in SQL refused a write the capacity rule allows");
 }
@@ -401,7 +406,7 @@ export async function deleteConsumerAllocations(store: Store, consumerUuid: stri
     async (tx) => {
       const consumer = (await lockConsumers(tx, [consumerUuid])).get(consumerUuid);
       if (!consumer) return false;
-      const rows = await tx.execute(sql`DELETE FROM allocations WHERE consumer_id = ${consumer.id}`);
+      const rows = await executePrepared(tx, sql`DELETE FROM allocations WHERE consumer_id = ${consumer.id}`, "pl_delete_consumer_allocations");
       // A consumer that held nothing (kept by a write of empty allocations) stays, as in Placement.
       if ((rows.rowCount ?? 0) === 0) return false;
       await deleteConsumersWithoutAllocations(tx, [consumer.id]);

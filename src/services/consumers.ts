@@ -35,16 +35,20 @@ export async function getOrCreateNamed(tx: Tx, table: NamedTable, names: readonl
   const t = sql.identifier(table);
   const col = sql.identifier(NAME_COLUMN[table]);
   const read = async (list: string[]) => {
-    const res = await tx.execute<{ id: number; name: string }>(
+    const res = await executePrepared<{ id: number; name: string }>(
+      tx,
       sql`SELECT id, ${col} AS name FROM ${t} WHERE ${col} = ANY(${sql.param(list)}::text[])`,
+      `pl_${table}_by_name`,
     );
     for (const r of res.rows) ids.set(r.name, r.id);
   };
   await read(wanted);
   let missing = wanted.filter((n) => !ids.has(n));
   if (missing.length === 0) return ids;
-  const inserted = await tx.execute<{ id: number; name: string }>(
+  const inserted = await executePrepared<{ id: number; name: string }>(
+    tx,
     sql`INSERT INTO ${t} (${col}) SELECT unnest(${sql.param(missing)}::text[]) ON CONFLICT (${col}) DO NOTHING RETURNING id, ${col} AS name`,
+    `pl_insert_${table}`,
   );
   for (const r of inserted.rows) ids.set(r.name, r.id);
   missing = missing.filter((n) => !ids.has(n));
@@ -67,6 +71,7 @@ export async function lockConsumers(tx: Tx, uuids: readonly string[]): Promise<M
   const res = await executePrepared<ConsumerRow>(
     tx,
     sql`SELECT ${CONSUMER_COLUMNS} FROM consumers WHERE uuid = ANY(${sql.param([...new Set(uuids)])}::text[]) ORDER BY uuid FOR UPDATE`,
+    "pl_lock_consumers",
   );
   for (const r of res.rows) found.set(r.uuid, r);
   return found;
@@ -125,7 +130,9 @@ async function upsertWithKnownOwners(tx: Tx, consumers: readonly ConsumerOwner[]
     ORDER BY x.n
     ON CONFLICT (uuid) DO UPDATE SET project_id = EXCLUDED.project_id, user_id = EXCLUDED.user_id,
        consumer_type_id = COALESCE(EXCLUDED.consumer_type_id, c.consumer_type_id)
-    RETURNING ${CONSUMER_COLUMNS}, (c.xmax = 0) AS created`);
+    RETURNING ${CONSUMER_COLUMNS}, (c.xmax = 0) AS created`,
+    "pl_upsert_consumers",
+  );
   for (const r of res.rows) rows.set(r.uuid, r);
   return rows;
 }
@@ -152,5 +159,7 @@ export async function deleteConsumersWithoutAllocations(tx: Tx, ids: readonly nu
   if (ids.length === 0) return;
   await executePrepared(tx, sql`
     DELETE FROM consumers c WHERE c.id = ANY(${sql.param([...ids])}::int[])
-      AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)`);
+      AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)`,
+    "pl_delete_emptied_consumers",
+  );
 }

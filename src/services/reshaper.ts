@@ -16,6 +16,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { Tx } from "../db/database.js";
+import { executePrepared } from "../db/prepared.js";
 import { replaceAllocations, type ConsumerAllocations } from "./allocations.js";
 import { checkConsumerGeneration, lockConsumers } from "./consumers.js";
 import { ClassNotFound, GenerationConflict, ProviderNotFound } from "./errors.js";
@@ -49,7 +50,8 @@ async function reshapeIn(tx: Tx, inventories: readonly ProviderInventories[], al
   // statement, in no fixed order across statements): those of these providers and of the providers
   // the consumers hold allocations on now, at once, in id order (see inventoryRowsToLock).
   const providerIds = [...providers.values()].map((p) => p.id);
-  await tx.execute(inventoryRowsToLock(sql`SELECT unnest(${sql.param(providerIds)}::int[])`, [...consumers.values()].map((c) => c.id)));
+  const lockedConsumers = [...consumers.values()].map((c) => c.id);
+  await executePrepared(tx, inventoryRowsToLock(sql`SELECT unnest(${sql.param(providerIds)}::int[])`, lockedConsumers), "pl_lock_reshaped_inventories");
   for (const inv of inventories) {
     const provider = providers.get(inv.providerUuid);
     if (!provider) throw new ProviderNotFound(inv.providerUuid, "reshape");
@@ -109,9 +111,7 @@ async function assertWritable(
 
 async function lockProvidersByUuid(tx: Tx, uuids: string[]): Promise<Map<string, ProviderRow>> {
   if (uuids.length === 0) return new Map();
-  const ids = await tx.execute<{ id: number }>(
-    sql`SELECT id FROM resource_providers WHERE uuid = ANY(${sql.param(uuids)}::text[])`,
-  );
+  const ids = await executePrepared<{ id: number }>(tx, sql`SELECT id FROM resource_providers WHERE uuid = ANY(${sql.param(uuids)}::text[])`, "pl_provider_ids_by_uuid");
   const rows = await lockProvidersForNoKeyUpdate(tx, ids.rows.map((r) => r.id));
   return new Map(rows.map((p) => [p.uuid, p]));
 }
