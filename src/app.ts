@@ -40,14 +40,15 @@ import { explainRoutes } from "./routes/explain.js";
 import { CandidatesService } from "./services/candidates/service.js";
 import { ReplicaRoutedCandidates } from "./services/replica-candidates.js";
 import { ChangeNotifier } from "./services/changes-notifier.js";
-import { BodyPieces } from "./render/candidates/body.js";
+import { AnswerBudget } from "./render/candidates/budget.js";
+import { RenderCache } from "./render/candidates/cache.js";
 import { watchReplicas } from "./observe/replica-metrics.js";
 
 /** The app, the services it built, and the one close() that releases what they hold. */
 export interface PlacementApp {
   app: Hono<AppEnv>;
   services: AppServices;
-  /** Releases what the services hold (the change feed's LISTEN connection); call it before closing the pool. */
+  /** Releases what the services hold (the change feed's LISTEN connection, the render cache); call it before closing the pool. */
   close(): Promise<void>;
 }
 
@@ -56,7 +57,7 @@ function createServices(deps: AppDeps): AppServices {
   const candidatesOn = (db: typeof deps.db) => new CandidatesService(db, deps.config, deps.candidates);
   return {
     candidates: deps.reads ? new ReplicaRoutedCandidates(candidatesOn(deps.db), deps.reads, candidatesOn) : candidatesOn(deps.db),
-    candidateBodies: new BodyPieces(),
+    render: { cache: new RenderCache(), budget: new AnswerBudget(deps.config.PLACEMENT_MAX_ANSWER_BYTES) },
     changes: new ChangeNotifier(poolOf(deps.db), deps.log, deps.config.PLACEMENT_DB_POOLER !== "transaction"),
   };
 }
@@ -142,7 +143,11 @@ export function createApp(given: AppDeps): PlacementApp {
     return c.body(text, placementError.status as 400, { ...headers, "content-type": contentType });
   });
 
-  return { app, services, close: () => services.changes.close() };
+  const close = async () => {
+    services.render.cache.close();
+    await services.changes.close();
+  };
+  return { app, services, close };
 }
 
 /** Logs an unexpected failure in full and gives the client nothing internal. */

@@ -28,6 +28,7 @@ export class BodyBuffers {
   /** Free buffers by size. */
   private readonly free = new Map<number, Buffer<ArrayBuffer>[]>();
   private freeBytes = 0;
+  private closed = false;
 
   constructor(readonly maxFreeBytes = 8 * 1024 * 1024) {}
 
@@ -45,6 +46,7 @@ export class BodyBuffers {
    * given once: a buffer given twice would be written by two responses.
    */
   give(buffers: Iterable<Buffer<ArrayBuffer>>): void {
+    if (this.closed) return;
     for (const buffer of buffers) {
       const size = buffer.length;
       if (size !== sizeClassOf(size) || this.freeBytes + size > this.maxFreeBytes) continue;
@@ -53,6 +55,13 @@ export class BodyBuffers {
       list.push(buffer);
       this.freeBytes += size;
     }
+  }
+
+  /** Drops the free buffers and keeps none from now on (`take` still gives new ones). */
+  close(): void {
+    this.closed = true;
+    this.free.clear();
+    this.freeBytes = 0;
   }
 
   /** Bytes kept free now. */

@@ -8,8 +8,8 @@
 import { describe, expect, it } from "vitest";
 import { Microversion } from "../../src/http/microversion.js";
 import type { CandidatesQuery } from "../../src/query/request-groups.js";
-import { ProviderPieces } from "../../src/render/candidates/candidate-writer.js";
-import { BodyPieces, CandidatesBody } from "../../src/render/candidates/body.js";
+import { RenderCache } from "../../src/render/candidates/cache.js";
+import { bodyText, fastBody } from "../support/bodies.js";
 import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import { mergeGroups, roundRobin, type Candidate, type GroupOption, type ResourceRequest } from "../../src/services/candidates/combine.js";
 import type { CandidatesResult } from "../../src/services/candidates/engine.js";
@@ -67,17 +67,13 @@ function expected(cand: Candidate, mv: Microversion): unknown {
 }
 
 async function written(cands: Candidate[], mv: Microversion): Promise<string> {
-  const body = new CandidatesBody(answerShape(mv), query, new BodyPieces());
+  const body = fastBody(answerShape(mv), query);
   const answering = (async () => {
     await Promise.resolve();
     for (const c of cands) body.candidate(c, names);
     body.end(emptyResult);
   })();
-  const out = await body.respond(answering, () => {});
-  if (Buffer.isBuffer(out)) return out.toString("latin1");
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of out) chunks.push(chunk);
-  return Buffer.concat(chunks).toString("latin1");
+  return bodyText(await body.respond(answering, () => {}));
 }
 
 const rules = { isolate: false, sameSubtrees: [], parentOf: () => null, capacityOf: () => ({ capacity: 1000, used: 0, maxUnit: 1000 }) };
@@ -120,9 +116,9 @@ describe("the candidates body's allocation requests", () => {
   });
 });
 
-describe("ProviderPieces", () => {
+describe("the render cache's uuid arena", () => {
   it("keeps a provider's encoded uuid across answers, but never spells another uuid for its id", () => {
-    const pieces = new ProviderPieces();
+    const pieces = new RenderCache();
     const arena = pieces.arena();
     const slot = (k: number) => arena.buffer.toString("latin1", arena.starts[k], arena.ends[k] + 15);
     const first = arena.of(7, uuidOf(7));
@@ -148,7 +144,7 @@ describe("ProviderPieces", () => {
   });
 
   it("starts the next answer on a new arena once one holds more than 65,536 providers, and the answer before keeps its own", () => {
-    const pieces = new ProviderPieces();
+    const pieces = new RenderCache();
     const arena = pieces.arena();
     for (let id = 1; id <= 65_537; id++) arena.of(id, uuidOf(id));
     const next = pieces.arena();
