@@ -13,7 +13,9 @@
  * that did not finish (the client went away) leaves its buffers to the
  * garbage collector. Sizes are powers of two from CHUNK_BYTES, so a buffer
  * fits the next body of about the same size; at most `maxFreeBytes` are kept
- * free, so the kept memory is bounded whatever the answers' sizes.
+ * free, so the kept memory is bounded whatever the answers' sizes. The
+ * app's pool is the candidates render cache's (render/candidates/cache.ts),
+ * made by createApp and closed by its close(): a closed pool keeps nothing.
  */
 const CHUNK_BYTES = 64 * 1024;
 
