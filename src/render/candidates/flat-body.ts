@@ -8,11 +8,10 @@
  * Written as bytes from pieces kept per provider in the render cache
  * (cache.ts): its whole allocation request for the last request template,
  * and its whole summary for the last summary form (microversion and
- * requested classes) and the usage it was written with. Writing the body
- * was the largest part of the server's own CPU time for a flat answer in
- * CPU profiles, most of it spent copying many small pieces one call each;
- * kept whole, a provider costs one copy for its request and one for its
- * summary. A summary is written by the one summary writer (summaries.ts)
+ * requested classes) and the usage it was written with: a provider then
+ * costs one copy for its request and one for its summary, where written
+ * from small pieces (a quoted uuid, `"NAME":{"capacity":N,"used":`, braces
+ * and commas) it costs a call each. A summary is written by the one summary writer (summaries.ts)
  * the first time, and again when the cloud view replaces the provider's
  * usage (under a scheduling loop, one provider per claim), and its bytes are
  * kept. The pieces are kept on the details object the cloud view keeps
