@@ -44,14 +44,15 @@ import { explainRoutes } from "./routes/explain.js";
 import { CandidatesService } from "./services/candidates/service.js";
 import { ReplicaRoutedCandidates } from "./services/replica-candidates.js";
 import { ChangeNotifier } from "./services/changes-notifier.js";
-import { BodyPieces } from "./render/candidates/body.js";
+import { AnswerBudget } from "./render/candidates/budget.js";
+import { RenderCache } from "./render/candidates/cache.js";
 import { watchReplicas } from "./observe/replica-metrics.js";
 
 /** The app, the services it built, and the one close() that releases what they hold. */
 export interface PlacementApp {
   app: Hono<AppEnv>;
   services: AppServices;
-  /** Releases what the services hold (the change feed's LISTEN connection, the read replicas' pools); call it before closing the pool. Once: a second call waits for the first. */
+  /** Releases what the services hold (the change feed's LISTEN connection, the read replicas' pools, the render cache); call it before closing the pool. Once: a second call waits for the first. */
   close(): Promise<void>;
 }
 
@@ -60,7 +61,7 @@ function createServices(deps: AppDeps, replicas: ReadReplicas | undefined): AppS
   const candidatesOn = (db: Db) => new CandidatesService(db, deps.config, deps.candidates);
   return {
     candidates: replicas ? new ReplicaRoutedCandidates(candidatesOn(deps.db), replicas, candidatesOn) : candidatesOn(deps.db),
-    candidateBodies: new BodyPieces(),
+    render: { cache: new RenderCache(), budget: new AnswerBudget(deps.config.PLACEMENT_MAX_ANSWER_BYTES) },
     changes: new ChangeNotifier(poolOf(deps.db), deps.log, deps.config.PLACEMENT_DB_POOLER !== "transaction"),
     replicas,
   };
@@ -169,6 +170,7 @@ export async function createApp(given: AppDeps): Promise<PlacementApp> {
   let closed: Promise<void> | undefined;
   const close = () =>
     (closed ??= (async () => {
+      services.render.cache.close();
       await services.changes.close();
       await replicas?.close();
     })());

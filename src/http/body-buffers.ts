@@ -13,7 +13,9 @@
  * that did not finish (the client went away) leaves its buffers to the
  * garbage collector. Sizes are powers of two from CHUNK_BYTES, so a buffer
  * fits the next body of about the same size; at most `maxFreeBytes` are kept
- * free, so the kept memory is bounded whatever the answers' sizes.
+ * free, so the kept memory is bounded whatever the answers' sizes. The
+ * app's pool is the candidates render cache's (render/candidates/cache.ts),
+ * made by createApp and closed by its close(): a closed pool keeps nothing.
  */
 const CHUNK_BYTES = 64 * 1024;
 
@@ -28,6 +30,7 @@ export class BodyBuffers {
   /** Free buffers by size. */
   private readonly free = new Map<number, Buffer<ArrayBuffer>[]>();
   private freeBytes = 0;
+  private closed = false;
 
   constructor(readonly maxFreeBytes = 8 * 1024 * 1024) {}
 
@@ -45,6 +48,7 @@ export class BodyBuffers {
    * given once: a buffer given twice would be written by two responses.
    */
   give(buffers: Iterable<Buffer<ArrayBuffer>>): void {
+    if (this.closed) return;
     for (const buffer of buffers) {
       const size = buffer.length;
       if (size !== sizeClassOf(size) || this.freeBytes + size > this.maxFreeBytes) continue;
@@ -53,6 +57,13 @@ export class BodyBuffers {
       list.push(buffer);
       this.freeBytes += size;
     }
+  }
+
+  /** Drops the free buffers and keeps none from now on (`take` still gives new ones). */
+  close(): void {
+    this.closed = true;
+    this.free.clear();
+    this.freeBytes = 0;
   }
 
   /** Bytes kept free now. */

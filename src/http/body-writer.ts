@@ -14,8 +14,9 @@
  * `chunkBytes` that are streamed out and dropped one by one, as soon as they
  * fill when the caller starts the stream early (startStream).
  *
- * Everything written must be ASCII (JSON text whose strings are uuids and
- * [A-Z0-9_] names, numbers and punctuation).
+ * Text given to ascii() must be ASCII (numbers, mostly): it is written one
+ * byte a character. Anything else comes as bytes already encoded (bytes,
+ * range), in UTF-8 where it is JSON text.
  *
  * Given BodyBuffers, the writer takes its buffers there and gives them back
  * when told its response is sent (recycle); the chunks of a body that is

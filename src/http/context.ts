@@ -10,7 +10,8 @@ import type { PolicyEnforcer } from "../auth/policy.js";
 import type { CandidatesServiceOptions } from "../services/candidates/service.js";
 import type { CandidatesAnswerer } from "../services/replica-candidates.js";
 import type { ReadReplicas } from "../db/read-replicas.js";
-import type { BodyPieces } from "../render/candidates/body.js";
+import type { AnswerBudget } from "../render/candidates/budget.js";
+import type { RenderCache } from "../render/candidates/cache.js";
 import type { ChangeNotifier } from "../services/changes-notifier.js";
 import type { Microversion } from "./microversion.js";
 
@@ -28,8 +29,12 @@ export interface AppDeps {
 export interface AppServices {
   /** GET /allocation_candidates' service, with its cloud view (one per database it reads). */
   candidates: CandidatesAnswerer;
-  /** What the bodies of every candidates answer share: encoded provider pieces and the buffers bodies are written in. */
-  candidateBodies: BodyPieces;
+  /**
+   * What every candidates answer's body shares: the render cache (encoded
+   * provider pieces, the uuid arena, the buffers bodies are written in) and
+   * the answer-size budget (PLACEMENT_MAX_ANSWER_BYTES).
+   */
+  render: { cache: RenderCache; budget: AnswerBudget };
   /** Wakes GET /changes' long polls; holds a LISTEN connection while anyone waits. */
   changes: ChangeNotifier;
   /** PLACEMENT_READ_DATABASE_URL's standbys, for the reads that may be stale; absent: every read on `db`. */

@@ -4,19 +4,19 @@ import type { AppEnv, RouteDeps } from "../http/context.js";
 import { setLastModified } from "../http/last-modified.js";
 import { whenSent } from "../http/node-bindings.js";
 import { declareRoute } from "../http/routing.js";
-import type { AnswerBody } from "../render/candidates/answer-body.js";
 import { CandidatesBody } from "../render/candidates/body.js";
+import { FastRenderer } from "../render/candidates/fast.js";
 import { answerShape } from "../services/candidates/answer-shape.js";
 import { candidatesRequest } from "./candidates-request.js";
 
 export function allocationCandidateRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const pieces = deps.services.candidateBodies;
+  const { cache, budget } = deps.services.render;
   declareRoute(app, "/allocation_candidates", {
     GET: async (c) => {
       const { mv, query } = candidatesRequest(c, "placement:allocation_candidates:list");
       const shape = answerShape(mv);
-      const body: AnswerBody = new CandidatesBody(shape, query, pieces, deps.config.PLACEMENT_MAX_ANSWER_BYTES);
+      const body = new CandidatesBody(new FastRenderer(shape, query, cache), cache, budget);
       const answering = deps.services.candidates.answer(query, shape, body);
       answering.then(
         () => deps.metrics.candidatesReturned(body.written),

@@ -8,7 +8,9 @@ import { BodyBuffers, sizeClassOf } from "../../src/http/body-buffers.js";
 import { BodyWriter, type Bound } from "../../src/http/body-writer.js";
 import { Microversion } from "../../src/http/microversion.js";
 import type { CandidatesQuery } from "../../src/query/request-groups.js";
-import { BodyPieces, CandidatesBody } from "../../src/render/candidates/body.js";
+import type { CandidatesBody } from "../../src/render/candidates/body.js";
+import { AnswerBudget } from "../../src/render/candidates/budget.js";
+import { bodyText as text, fastBody } from "../support/bodies.js";
 import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import type { CandidatesResult } from "../../src/services/candidates/engine.js";
 import { AnswersBusy, AnswerTooLarge } from "../../src/services/errors.js";
@@ -71,15 +73,9 @@ async function answer(body: CandidatesBody, total: number, progress: { done: boo
   progress.done = true;
 }
 
-async function text(out: Buffer | ReadableStream<Uint8Array>): Promise<string> {
-  if (Buffer.isBuffer(out)) return out.toString("latin1");
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of out) chunks.push(chunk);
-  return Buffer.concat(chunks).toString("latin1");
-}
 
 describe("a bounded CandidatesBody", () => {
-  const newBody = (maxBytes: number) => new CandidatesBody(answerShape(Microversion.from("1.39")), query, new BodyPieces(), maxBytes);
+  const newBody = (maxBytes: number) => fastBody(answerShape(Microversion.from("1.39")), query, { budget: new AnswerBudget(maxBytes) });
 
   it("holds an answer past the streaming threshold until it is whole, then gives all of it", async () => {
     // 20,000 candidates are several megabytes: without a bound the body would start to leave after the first.
@@ -118,8 +114,8 @@ describe("bounded answers written at once", () => {
   const candidatesOf = (bytes: number) => Math.ceil(bytes / 150);
 
   it("share a budget of twice the bound: one that would pass it is refused with AnswersBusy, and every byte counted is given back", async () => {
-    const pieces = new BodyPieces();
-    const newBody = () => new CandidatesBody(answerShape(Microversion.from("1.39")), query, pieces, MiB);
+    const budget = new AnswerBudget(MiB);
+    const newBody = () => fastBody(answerShape(Microversion.from("1.39")), query, { budget });
     // Three answers of 0.8 MiB each, written side by side: the third passes 2 MiB while the others are being written.
     const bodies = [newBody(), newBody(), newBody()];
     const progress = bodies.map(() => ({ done: false }));
@@ -128,29 +124,29 @@ describe("bounded answers written at once", () => {
     expect(refused).toHaveLength(1);
     expect(refused[0]).toBeInstanceOf(AnswersBusy);
     expect((refused[0] as AnswersBusy).budgetBytes).toBe(2 * MiB);
-    expect(pieces.writing.bytes).toBe(0);
+    expect(budget.writingBytes).toBe(0);
     // Once the others are whole, the same answer is written in full.
     const again = newBody();
     const out = await again.respond(answer(again, candidatesOf(0.8 * MiB), { done: false }), () => {});
     expect(JSON.parse(await text(out)).allocation_requests).toHaveLength(candidatesOf(0.8 * MiB));
-    expect(pieces.writing.bytes).toBe(0);
+    expect(budget.writingBytes).toBe(0);
   });
 
   it("gives back the bytes of an answer refused for its own size, and of one discarded and written again", async () => {
-    const pieces = new BodyPieces();
-    const tooLarge = new CandidatesBody(answerShape(Microversion.from("1.39")), query, pieces, MiB);
+    const budget = new AnswerBudget(MiB);
+    const tooLarge = fastBody(answerShape(Microversion.from("1.39")), query, { budget });
     await expect(tooLarge.respond(answer(tooLarge, candidatesOf(3 * MiB), { done: false }), () => {})).rejects.toBeInstanceOf(AnswerTooLarge);
-    expect(pieces.writing.bytes).toBe(0);
-    const rewritten = new CandidatesBody(answerShape(Microversion.from("1.39")), query, pieces, MiB);
+    expect(budget.writingBytes).toBe(0);
+    const rewritten = fastBody(answerShape(Microversion.from("1.39")), query, { budget });
     const answering = (async () => {
       writeCandidates(rewritten, 0, candidatesOf(0.5 * MiB));
-      expect(pieces.writing.bytes).toBeGreaterThan(0);
+      expect(budget.writingBytes).toBeGreaterThan(0);
       expect(rewritten.discard()).toBe(true);
-      expect(pieces.writing.bytes).toBe(0);
+      expect(budget.writingBytes).toBe(0);
       await answer(rewritten, 100, { done: false });
     })();
     await rewritten.respond(answering, () => {});
     expect(rewritten.written).toBe(100);
-    expect(pieces.writing.bytes).toBe(0);
+    expect(budget.writingBytes).toBe(0);
   });
 });

@@ -8,8 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { Microversion } from "../../src/http/microversion.js";
 import type { CandidatesQuery } from "../../src/query/request-groups.js";
-import { ProviderPieces } from "../../src/render/candidates/candidate-writer.js";
-import { BodyPieces, CandidatesBody } from "../../src/render/candidates/body.js";
+import { bodyText, fastBody } from "../support/bodies.js";
 import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import { mergeGroups, roundRobin, type Candidate, type GroupOption, type ResourceRequest } from "../../src/services/candidates/combine.js";
 import type { CandidatesResult } from "../../src/services/candidates/engine.js";
@@ -67,17 +66,13 @@ function expected(cand: Candidate, mv: Microversion): unknown {
 }
 
 async function written(cands: Candidate[], mv: Microversion): Promise<string> {
-  const body = new CandidatesBody(answerShape(mv), query, new BodyPieces());
+  const body = fastBody(answerShape(mv), query);
   const answering = (async () => {
     await Promise.resolve();
     for (const c of cands) body.candidate(c, names);
     body.end(emptyResult);
   })();
-  const out = await body.respond(answering, () => {});
-  if (Buffer.isBuffer(out)) return out.toString("latin1");
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of out) chunks.push(chunk);
-  return Buffer.concat(chunks).toString("latin1");
+  return bodyText(await body.respond(answering, () => {}));
 }
 
 const rules = { isolate: false, sameSubtrees: [], parentOf: () => null, capacityOf: () => ({ capacity: 1000, used: 0, maxUnit: 1000 }) };
@@ -117,44 +112,5 @@ describe("the candidates body's allocation requests", () => {
     const want = JSON.stringify({ allocation_requests: cands.map((c) => expected(c, mv)), provider_summaries: {} });
     expect(want.length).toBeGreaterThan(2 * 1024 * 1024);
     expect(await written(cands, mv)).toBe(want);
-  });
-});
-
-describe("ProviderPieces", () => {
-  it("keeps a provider's encoded uuid across answers, but never spells another uuid for its id", () => {
-    const pieces = new ProviderPieces();
-    const arena = pieces.arena();
-    const slot = (k: number) => arena.buffer.toString("latin1", arena.starts[k], arena.ends[k] + 15);
-    const first = arena.of(7, uuidOf(7));
-    // The same uuid read again (a string of its own, as each answer reads it) finds the kept slot.
-    expect(arena.of(7, `${uuidOf(7)} `.trim())).toBe(first);
-    expect(slot(first)).toBe(`${JSON.stringify(uuidOf(7))}:{"resources":{`);
-    // A database that now gives the id another uuid gets that uuid.
-    const other = "11111111-2222-4333-8444-555555555555";
-    const again = arena.of(7, other);
-    expect(slot(again)).toBe(`${JSON.stringify(other)}:{"resources":{`);
-    // One that differs from the kept one in its last character only, and then the first one again.
-    const last = `${other.slice(0, -1)}6`;
-    expect(slot(arena.of(7, last))).toBe(`${JSON.stringify(last)}:{"resources":{`);
-    expect(slot(arena.of(7, uuidOf(7)))).toBe(`${JSON.stringify(uuidOf(7))}:{"resources":{`);
-    // A uuid of another length (a row written around the API) gets a slot of its length.
-    const short = arena.of(8, "0123456789abcdef0123456789abcdef");
-    expect(slot(short)).toBe('"0123456789abcdef0123456789abcdef":{"resources":{');
-    // The arena grows past its first buffer; every slot keeps its bytes.
-    const slots = Array.from({ length: 3000 }, (_, i) => arena.of(100 + i, uuidOf(100 + i)));
-    expect(slots.every((at, i) => slot(at) === `${JSON.stringify(uuidOf(100 + i))}:{"resources":{`)).toBe(true);
-    expect(slot(first)).toBe(`${JSON.stringify(uuidOf(7))}:{"resources":{`);
-    expect(pieces.arena()).toBe(arena);
-  });
-
-  it("starts the next answer on a new arena once one holds more than 65,536 providers, and the answer before keeps its own", () => {
-    const pieces = new ProviderPieces();
-    const arena = pieces.arena();
-    for (let id = 1; id <= 65_537; id++) arena.of(id, uuidOf(id));
-    const next = pieces.arena();
-    expect(next).not.toBe(arena);
-    expect(next.size).toBe(0);
-    const k = arena.of(65_537, uuidOf(65_537));
-    expect(arena.buffer.toString("latin1", arena.starts[k], arena.ends[k])).toBe(JSON.stringify(uuidOf(65_537)));
   });
 });

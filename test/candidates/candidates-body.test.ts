@@ -1,6 +1,7 @@
 /** The answer's body as the service's sink, whole or leaving while the engine still works: no database. */
 import { describe, expect, it } from "vitest";
-import { BodyPieces, CandidatesBody } from "../../src/render/candidates/body.js";
+import type { CandidatesBody } from "../../src/render/candidates/body.js";
+import { fastBody } from "../support/bodies.js";
 import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import { Microversion } from "../../src/http/microversion.js";
 import type { CandidatesQuery } from "../../src/query/request-groups.js";
@@ -10,7 +11,7 @@ const names = { uuidOf: (id: number) => `00000000-0000-4000-8000-${String(id).pa
 const query = { groups: [], params: {} } as unknown as CandidatesQuery;
 const emptyResult: CandidatesResult = { candidates: [], count: 0, summaries: [], ...names };
 
-const newBody = () => new CandidatesBody(answerShape(Microversion.from("1.39")), query, new BodyPieces());
+const newBody = () => fastBody(answerShape(Microversion.from("1.39")), query);
 
 function writeCandidate(body: CandidatesBody, i: number): void {
   const providerId = (i % 1000) + 1;

@@ -12,7 +12,7 @@ import type { AnswerPath } from "../../src/services/candidates/paths/path.js";
 import { treeViewPath } from "../../src/services/candidates/paths/tree-view.js";
 import { parseMicroversion } from "../../src/http/microversion.js";
 import { parseCandidatesQuery } from "../../src/query/request-groups.js";
-import { ReferenceBody } from "../../src/render/candidates/reference.js";
+import { bodyText, referenceBody } from "../support/bodies.js";
 import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import { CandidatesService, type CandidatesPath, type CandidatesServiceOptions } from "../../src/services/candidates/service.js";
 import { startHarness, type Harness, type TestResponse } from "../support/harness.js";
@@ -190,6 +190,6 @@ async function referenceAnswer(service: CandidatesService, query: string, versio
   const mv = parseMicroversion(`placement ${version}`);
   const parsed = parseCandidatesQuery([...new URLSearchParams(query).entries()], mv);
   const shape = answerShape(mv);
-  const body = new ReferenceBody(shape, parsed);
-  return (await body.respond(service.answer(parsed, shape, body))).toString("utf8");
+  const body = referenceBody(shape, parsed);
+  return bodyText(await body.respond(service.answer(parsed, shape, body), () => {}));
 }

@@ -8,7 +8,8 @@
 import { describe, expect, it } from "vitest";
 import { Microversion } from "../../src/http/microversion.js";
 import type { CandidatesQuery } from "../../src/query/request-groups.js";
-import { ReferenceBody, stringify } from "../../src/render/candidates/reference.js";
+import { stringify } from "../../src/render/candidates/reference.js";
+import { bodyText, referenceBody } from "../support/bodies.js";
 import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import type { Candidate } from "../../src/services/candidates/combine.js";
 import type { CandidatesResult } from "../../src/services/candidates/engine.js";
@@ -34,12 +35,12 @@ const candidate = {
 } as unknown as Candidate;
 
 async function rendered(maxBytes: number, count: number): Promise<string> {
-  const body = new ReferenceBody(answerShape(Microversion.from("1.39")), query, maxBytes);
+  const body = referenceBody(answerShape(Microversion.from("1.39")), query, maxBytes);
   const answering = (async () => {
     for (let i = 0; i < count; i++) body.candidate(candidate, names);
     body.end(result);
   })();
-  return (await body.respond(answering)).toString("utf8");
+  return bodyText(await body.respond(answering, () => {}));
 }
 
 describe("the reference renderer", () => {
@@ -60,11 +61,11 @@ describe("the reference renderer", () => {
   });
 
   it("forgets what it collected when the answer is written again", async () => {
-    const body = new ReferenceBody(answerShape(Microversion.from("1.39")), query);
+    const body = referenceBody(answerShape(Microversion.from("1.39")), query);
     body.candidate(candidate, names);
     expect(body.written).toBe(1);
     expect(body.discard()).toBe(true);
     body.end(result);
-    expect((await body.respond(Promise.resolve())).toString("utf8")).toBe('{"allocation_requests":[],"provider_summaries":{}}');
+    expect(await bodyText(await body.respond(Promise.resolve(), () => {}))).toBe('{"allocation_requests":[],"provider_summaries":{}}');
   });
 });

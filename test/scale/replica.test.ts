@@ -24,7 +24,7 @@ import { createLogger } from "../../src/log.js";
 import { createMetrics, type Metrics } from "../../src/observe/metrics.js";
 import { queryPairs } from "../../src/query/query-string.js";
 import { parseCandidatesQuery } from "../../src/query/request-groups.js";
-import { BodyPieces, CandidatesBody } from "../../src/render/candidates/body.js";
+import { fastBody } from "../support/bodies.js";
 import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import { generalPath } from "../../src/services/candidates/paths/general.js";
 import { CandidatesService, type CandidatesSink } from "../../src/services/candidates/service.js";
@@ -305,7 +305,7 @@ describe.skipIf(missing !== undefined)(`read replicas on a real streaming standb
     const config = testConfig({ DATABASE_URL: primary.url });
     const overDatabase = { paths: [generalPath] };
     const routed = new ReplicaRoutedCandidates(new CandidatesService(database.db, config, overDatabase), server.reads, (db) => new CandidatesService(db, config, overDatabase));
-    const body = new CandidatesBody(answerShape(mv), query, new BodyPieces());
+    const body = fastBody(answerShape(mv), query);
     let calls = 0;
     let terminated = 0;
     // The standby's sessions end under the engine as its first candidate is written: what was written

@@ -1,84 +1,53 @@
 /**
- * The body of an allocation candidates answer, as the service's sink
- * (CandidatesSink). From the engine, each allocation request is written as
- * bytes the moment it is found, then the summaries; see BodyWriter for why
- * bytes: a huge answer (tens of thousands of nested candidates) kept as
- * strings until the end grows the heap by several times its size; written as
- * it comes, each piece is garbage at once and the bytes sit outside the heap
- * in 64 KB chunks. From the flat answer (cloud view), the whole body at once
- * (flat-body.ts). Under PLACEMENT_MAX_ANSWER_BYTES (the default)
- * the chunks are held until the answer is whole, and an answer that passes
- * it is refused before any of it leaves (see respond).
+ * The body of an allocation candidates answer: the service's sink
+ * (CandidatesSink), which hands what the service finds to a renderer
+ * (renderer.ts: FastRenderer for GET /allocation_candidates, the plain
+ * ReferenceRenderer for the contract suite) and makes the response body of
+ * what the renderer wrote. The body owns the writer (BodyWriter, in the
+ * render cache's buffers), the answer-size bound (budget.ts), streaming and
+ * when the buffers may be written again; the renderer owns the JSON.
+ *
+ * The writer is made with the answer's first candidate or its end: bytes,
+ * not strings, because a huge answer (tens of thousands of nested
+ * candidates) kept as strings until the end grows the heap by several times
+ * its size; written as it comes, each piece is garbage at once and the
+ * bytes sit outside the heap in 64 KB chunks. A flat answer (cloud view) is
+ * written at once, into a writer sized to hold it in one chunk, and always
+ * leaves whole. Under PLACEMENT_MAX_ANSWER_BYTES (the default) the chunks
+ * are held until the answer is whole, and an answer that passes it is
+ * refused before any of it leaves (see respond).
  */
 import { setImmediate as turn } from "node:timers/promises";
-import { BodyBuffers } from "../../http/body-buffers.js";
-import { ascii, BodyWriter, type Bound, type LiveBody } from "../../http/body-writer.js";
-import type { CandidatesQuery } from "../../query/request-groups.js";
+import { BodyWriter, type LiveBody } from "../../http/body-writer.js";
 import type { Candidate } from "../../services/candidates/combine.js";
 import type { CandidatesResult } from "../../services/candidates/engine.js";
-import { IdMap } from "../../services/candidates/id-map.js";
 import type { FlatAnswer } from "../../services/candidates/flat-answer.js";
 import type { NamesById } from "../../services/candidates/generate.js";
-import { AnswersBusy, AnswerTooLarge } from "../../services/errors.js";
-import { ARRAY_CLOSE, BODY_CLOSE, CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN } from "./pieces.js";
-import type { AnswerShape } from "../../services/candidates/answer-shape.js";
-import { candidateWriter, ProviderPieces, writeQuoted, writeResourcesOpen, type UuidArena, type UuidPieces } from "./candidate-writer.js";
-import type { AnswerBody } from "./answer-body.js";
-import { FlatBodyPieces, renderFlatBody } from "./flat-body.js";
+import type { CandidatesSink } from "../../services/candidates/paths/path.js";
+import type { AnswerBound, AnswerBudget } from "./budget.js";
+import type { RenderCache } from "./cache.js";
+import type { CandidatesRenderer } from "./renderer.js";
 
-/** What the bodies of all answers share (one per app): the encoded pieces of providers, the buffers bodies are written in, and the bytes of bounded answers being written. */
-export class BodyPieces {
-  readonly flat = new FlatBodyPieces();
-  readonly providers = new ProviderPieces();
-  readonly buffers = new BodyBuffers();
-  readonly writing = { bytes: 0 };
-}
-
-export class CandidatesBody implements AnswerBody {
-  /** The engine's answer, made with its first candidate or its end. */
+export class CandidatesBody implements CandidatesSink {
+  /** The answer's writer, made with its first write (the renderer is opened on it then). */
   private writer?: BodyWriter;
-  /** The flat answer, whole, and the writer of it. */
-  private whole?: Buffer<ArrayBuffer>;
-  private flatWriter?: BodyWriter;
-  /** Each provider's slot in `arena` once looked up for this answer. */
-  private readonly encoded = new IdMap<number>();
-  private readonly arena: UuidArena;
-  private writeOne?: (cand: Candidate, names: NamesById) => void;
+  /** The answer is a flat one: it leaves whole, never streamed. */
+  private whole = false;
   private count = 0;
   private large?: () => void;
   /** Some of the body has left (respond started the stream): it can no longer be discarded. */
   private live = false;
   private liveBody?: LiveBody;
   /** The most bytes the body may have (none when undefined): past it the answer is refused with AnswerTooLarge. */
-  private readonly bound?: Bound;
-  /** Bytes this body counts in `pieces.writing` (see the constructor). */
-  private counted = 0;
+  private readonly bound?: AnswerBound;
 
-  /**
-   * `maxBytes`: PLACEMENT_MAX_ANSWER_BYTES (0: no bound). Bounded answers
-   * being written at once also share a budget of twice that (an answer at its
-   * bound leaves as much to all the others): each counts its bytes as its
-   * chunks fill, until it is whole or refused, and one that would pass the
-   * budget is refused with AnswersBusy. While an answer is written its bytes
-   * and the engine's state for it are held; a bound on each answer alone
-   * left a worker answering many large queries at once to run out of heap.
-   */
+  /** `budget`: the app's answer-size bound (none: answers are not bounded). */
   constructor(
-    private readonly shape: AnswerShape,
-    private readonly query: CandidatesQuery,
-    private readonly pieces: BodyPieces,
-    maxBytes = 0,
+    private readonly renderer: CandidatesRenderer,
+    private readonly cache: RenderCache,
+    budget?: AnswerBudget,
   ) {
-    this.arena = pieces.providers.arena();
-    if (maxBytes > 0) {
-      const budget = 2 * maxBytes;
-      const filled = (bytes: number) => {
-        if (pieces.writing.bytes + bytes > budget) throw new AnswersBusy(budget);
-        pieces.writing.bytes += bytes;
-        this.counted += bytes;
-      };
-      this.bound = { bytes: maxBytes, refuse: () => new AnswerTooLarge(maxBytes), filled };
-    }
+    this.bound = budget?.bound();
   }
 
   /** Allocation requests written so far. */
@@ -88,20 +57,27 @@ export class CandidatesBody implements AnswerBody {
 
   /** Writes one allocation request (a field, so the engine can take it as its callback). */
   readonly candidate = (cand: Candidate, names: NamesById): void => {
-    if (this.count++ > 0) this.w.bytes(COMMA);
-    (this.writeOne ??= candidateWriter(this.w, this.shape, this.arena, this.uuid))(cand, names);
+    if (this.writer === undefined) this.open();
+    this.count++;
+    this.renderer.candidate(cand, names);
   };
 
   end(result: CandidatesResult): void {
-    writeSummaries(this.w.bytes(SUMMARIES_OPEN), this.shape, this.query, result, this.arena, this.uuid);
-    this.w.bytes(BODY_CLOSE).within();
+    const w = this.writer ?? this.open();
+    this.renderer.summaries(result);
+    this.renderer.finish();
+    w.within();
   }
 
   flat(answer: FlatAnswer): void {
     this.count = answer.anchors.length;
-    this.flatWriter = new BodyWriter(1024 + answer.anchors.length * 512, undefined, this.pieces.buffers, this.bound);
-    // renderFlatBody checks the bound before the body is joined into one buffer.
-    this.whole = renderFlatBody(this.flatWriter, this.shape, this.query, answer, this.pieces.flat);
+    this.whole = true;
+    // About 512 bytes a candidate: one chunk holds the answer, which finish() then gives as it is.
+    const w = this.open(1024 + answer.anchors.length * 512);
+    this.renderer.flat(answer);
+    this.renderer.finish();
+    // Checked before the body is joined into one buffer.
+    w.within();
   }
 
   /** A turn of the event loop, and once the body streams, room in its queue (LiveBody.room). */
@@ -111,11 +87,10 @@ export class CandidatesBody implements AnswerBody {
 
   discard(): boolean {
     if (this.live) return false;
-    // Nothing written has been sent. A new writer (made on the next write) registers the stream's size trigger again.
-    this.uncount();
+    // Nothing written has been sent. The next write makes a new writer (which registers the stream's size trigger again) and opens the renderer on it.
+    this.bound?.release();
     this.recycle();
-    this.writeOne = undefined;
-    this.encoded.clear();
+    this.whole = false;
     this.count = 0;
     return true;
   }
@@ -126,10 +101,7 @@ export class CandidatesBody implements AnswerBody {
    */
   recycle(): void {
     this.writer?.recycle();
-    this.flatWriter?.recycle();
     this.writer = undefined;
-    this.flatWriter = undefined;
-    this.whole = undefined;
   }
 
   /**
@@ -145,7 +117,8 @@ export class CandidatesBody implements AnswerBody {
    * With a bound the body never starts to leave before it is whole: an
    * answer that passes the bound is refused (this rejects with
    * AnswerTooLarge) while nothing of it has been sent, and what was written
-   * is dropped. The bound is what the answer can cost in memory.
+   * is dropped. The bound is what the answer can cost in memory. A flat
+   * answer is bounded by the number of providers: it always leaves whole.
    */
   async respond(answering: Promise<unknown>, onError: (error: Error) => void): Promise<Buffer<ArrayBuffer> | ReadableStream<Uint8Array>> {
     const whole = answering.then(() => true);
@@ -153,7 +126,7 @@ export class CandidatesBody implements AnswerBody {
     const racing = [whole];
     if (this.bound === undefined) {
       racing.push(new Promise<boolean>((resolve) => (this.large = () => resolve(false))));
-      if (this.writer && this.large) this.writer.whenLarger(STREAM_FROM_BYTES).then(this.large);
+      if (this.writer && this.large && !this.whole) this.writer.whenLarger(STREAM_FROM_BYTES).then(this.large);
     }
     let complete: boolean;
     try {
@@ -164,14 +137,12 @@ export class CandidatesBody implements AnswerBody {
       throw error;
     } finally {
       // A bounded answer is whole or refused here: the service is done with it.
-      this.uncount();
+      this.bound?.release();
     }
-    if (complete) {
-      if (this.whole) return this.whole;
-      return this.w.size > STREAM_ABOVE_BYTES ? this.w.stream() : this.w.finish();
-    }
+    const w = this.writer ?? this.open();
+    if (complete) return this.whole || w.size <= STREAM_ABOVE_BYTES ? w.finish() : w.stream();
     this.live = true;
-    const live = this.w.startStream();
+    const live = w.startStream();
     this.liveBody = live;
     answering.then(
       () => live.end(),
@@ -183,84 +154,13 @@ export class CandidatesBody implements AnswerBody {
     return live.stream;
   }
 
-  private uncount(): void {
-    this.pieces.writing.bytes -= this.counted;
-    this.counted = 0;
-  }
-
-  private get w(): BodyWriter {
-    if (!this.writer) {
-      this.writer = new BodyWriter(undefined, undefined, this.pieces.buffers, this.bound).bytes(REQUESTS_OPEN);
-      if (this.large) this.writer.whenLarger(STREAM_FROM_BYTES).then(this.large);
-    }
-    return this.writer;
-  }
-
-  /** Each provider's slot in the arena, once looked up for this answer (checking a kept one costs a pass over the uuid). */
-  private readonly uuid = (names: NamesById, id: number): number => {
-    let slot = this.encoded.get(id);
-    if (slot === undefined) this.encoded.set(id, (slot = this.arena.of(id, names.uuidOf(id))));
-    return slot;
-  };
-}
-
-const ZERO = ascii("0");
-const RESOURCES_CLOSE_TRAITS_OPEN = ascii('},"traits":[');
-const TRAITS_CLOSE_PARENT = ascii('],"parent_provider_uuid":');
-const RESOURCES_CLOSE_PARENT = ascii('},"parent_provider_uuid":');
-const ROOT = ascii(',"root_provider_uuid":');
-const NULL = ascii("null");
-
-/**
- * The provider summaries of every provider the candidates use, as bytes like
- * the requests: uuids (from the arena, a summary's opening with its uuid),
- * class keys and trait names are encoded once, and constant punctuation is
- * one piece where it meets.
- */
-function writeSummaries(w: BodyWriter, shape: AnswerShape, query: CandidatesQuery, r: CandidatesResult, arena: UuidArena, uuid: UuidPieces): void {
-  const requested = new Set(query.groups.flatMap((g) => [...g.resources.keys()]));
-  const quotedName = new Map<string, Buffer>();
-  const name = (text: string) => {
-    let q = quotedName.get(text);
-    if (q === undefined) quotedName.set(text, (q = Buffer.from(JSON.stringify(text), "utf8")));
-    return q;
-  };
-  // `"CLASS":{"capacity":N,"used":` per class id and capacity (trees of one cloud repeat a handful of capacities).
-  const capacityPieces = new Map<number, Map<number, Buffer>>();
-  for (let k = 0; k < r.summaries.length; k++) {
-    const { provider, inventories, traits } = r.summaries[k];
-    if (k > 0) w.bytes(COMMA);
-    writeResourcesOpen(w, arena, uuid(r, provider.id));
-    let first = true;
-    for (const inv of inventories) {
-      const className = r.resourceClassName(inv.resourceClassId);
-      if (!shape.allClasses && !requested.has(className)) continue;
-      if (!first) w.bytes(COMMA);
-      first = false;
-      let byCapacity = capacityPieces.get(inv.resourceClassId);
-      if (byCapacity === undefined) capacityPieces.set(inv.resourceClassId, (byCapacity = new Map()));
-      let piece = byCapacity.get(inv.capacity);
-      if (piece === undefined) byCapacity.set(inv.capacity, (piece = Buffer.concat([name(className), ascii(`:{"capacity":${inv.capacity},"used":`)])));
-      w.bytes(piece);
-      if (inv.used === 0) w.bytes(ZERO);
-      else w.ascii(String(inv.used));
-      w.bytes(CLOSE);
-    }
-    if (shape.traits) {
-      w.bytes(RESOURCES_CLOSE_TRAITS_OPEN);
-      for (let i = 0; i < traits.length; i++) {
-        if (i > 0) w.bytes(COMMA);
-        w.bytes(name(traits[i]));
-      }
-    }
-    if (!shape.tree) {
-      w.bytes(shape.traits ? ARRAY_CLOSE : CLOSE).bytes(CLOSE);
-      continue;
-    }
-    w.bytes(shape.traits ? TRAITS_CLOSE_PARENT : RESOURCES_CLOSE_PARENT);
-    if (provider.parentId === null) w.bytes(NULL);
-    else writeQuoted(w, arena, uuid(r, provider.parentId));
-    writeQuoted(w.bytes(ROOT), arena, uuid(r, provider.rootId)).bytes(CLOSE);
+  /** A new writer for the answer (`firstChunkBytes`: what it is expected to hold), with the renderer opened on it. */
+  private open(firstChunkBytes?: number): BodyWriter {
+    const w = new BodyWriter(firstChunkBytes, undefined, this.cache.buffers, this.bound);
+    this.writer = w;
+    if (this.large && !this.whole) w.whenLarger(STREAM_FROM_BYTES).then(this.large);
+    this.renderer.open(w);
+    return w;
   }
 }
 

@@ -3,7 +3,7 @@
  * (see BodyWriter), without intermediate strings or objects.
  *
  * What repeats is encoded once: each provider's uuid pieces (across
- * answers, ProviderPieces), each `"CLASS":amount` and each suffix's key
+ * answers, in the render cache's arena: cache.ts), each `"CLASS":amount` and each suffix's key
  * (per answer; encoding them for every candidate was most of the writing
  * time in CPU profiles). And what repeats within a tree is written once
  * per tree: a tree's candidates are the product of its groups' options, so
@@ -19,107 +19,12 @@
 import { ascii, type BodyWriter } from "../../http/body-writer.js";
 import type { Candidate, GroupOption, ResourceRequest } from "../../services/candidates/combine.js";
 import type { NamesById } from "../../services/candidates/generate.js";
-import { IdMap } from "../../services/candidates/id-map.js";
+import { writeQuoted, writeResourcesOpen, type UuidArena } from "./cache.js";
 import { ARRAY_CLOSE, COMMA } from "./pieces.js";
 import type { AnswerShape } from "../../services/candidates/answer-shape.js";
 
-const RESOURCES_OPEN = ascii(':{"resources":{');
-
-/**
- * The encoded uuids of providers, one slot per provider in one buffer: the
- * uuid as a JSON string, then `:{"resources":{` (with it, an allocation's
- * and a summary's opening). One buffer, not two small ones per provider:
- * over 10,000 nested trees an answer names 40,000 providers, and their
- * pieces as buffers of their own were a hundred thousand objects that the
- * collector marked at every full collection. An arena only grows (its
- * `buffer` is replaced by a larger copy, so slots stay where they are); an
- * answer keeps the arena it started with.
- */
-export class UuidArena {
-  buffer: Buffer<ArrayBuffer> = Buffer.allocUnsafeSlow(64 * 1024);
-  private used = 0;
-  private readonly slotOf = new IdMap<number>();
-  /** Per slot: where its quoted uuid starts and ends (`:{"resources":{` follows). */
-  readonly starts: number[] = [];
-  readonly ends: number[] = [];
-
-  /** Providers with a slot. */
-  get size(): number {
-    return this.starts.length;
-  }
-
-  /** The slot holding `uuid` for provider `id` (a new slot when the id's slot spells another uuid). */
-  of(id: number, uuid: string): number {
-    const kept = this.slotOf.get(id);
-    if (kept !== undefined && this.spells(kept, uuid)) return kept;
-    const quoted = JSON.stringify(uuid);
-    const at = this.used;
-    // In bytes: a row written around the API may hold a uuid that is not ASCII.
-    const end = at + Buffer.byteLength(quoted);
-    if (end + RESOURCES_OPEN.length > this.buffer.length) {
-      const larger = Buffer.allocUnsafeSlow(Math.max(this.buffer.length * 2, end + RESOURCES_OPEN.length));
-      this.buffer.copy(larger, 0, 0, at);
-      this.buffer = larger;
-    }
-    this.buffer.write(quoted, at, "utf8");
-    RESOURCES_OPEN.copy(this.buffer, end);
-    this.used = end + RESOURCES_OPEN.length;
-    const slot = this.starts.length;
-    this.starts.push(at);
-    this.ends.push(end);
-    this.slotOf.set(id, slot);
-    return slot;
-  }
-
-  /**
-   * Whether the slot's bytes spell `uuid` between its quotes: compared with
-   * the bytes rather than with a string kept per slot, which was one more
-   * string per provider for the collector to mark (50,000 over 10,000 nested trees).
-   * A uuid that is not ASCII never matches (its bytes outnumber its characters): it gets a new slot.
-   */
-  private spells(slot: number, uuid: string): boolean {
-    const start = this.starts[slot] + 1;
-    if (this.ends[slot] - 1 - start !== uuid.length) return false;
-    const bytes = this.buffer;
-    for (let i = 0; i < uuid.length; i++) if (bytes[start + i] !== uuid.charCodeAt(i)) return false;
-    return true;
-  }
-}
-
 /** The encoded uuid of a provider of the answer being written: its slot in the answer's arena. */
 export type UuidPieces = (names: NamesById, id: number) => number;
-
-/**
- * Past this many providers, the next answer starts a new arena (deleted
- * providers' slots go too): a slot is some 50 bytes of buffer, a uuid string
- * and two numbers, so this bounds an arena near 10 MB and still holds every
- * provider of an answer over 10,000 nested trees.
- */
-const MAX_KEPT_PROVIDERS = 65_536;
-
-/**
- * Each provider's uuid as body pieces, kept across answers (one per app):
- * encoding afresh, for every answer, the uuids of the thousands of
- * providers a large nested answer names was a large share of writing its
- * candidates in CPU profiles. Provider ids are never reused, yet
- * a kept slot is checked against the answer's own uuid for the id, so it can
- * never spell another provider's.
- */
-export class ProviderPieces {
-  private current = new UuidArena();
-
-  /** The arena an answer writes its uuids from, to its end. */
-  arena(): UuidArena {
-    if (this.current.size > MAX_KEPT_PROVIDERS) this.current = new UuidArena();
-    return this.current;
-  }
-}
-
-/** Writes the provider's quoted uuid, from its slot. */
-export const writeQuoted = (w: BodyWriter, arena: UuidArena, slot: number): BodyWriter => w.range(arena.buffer, arena.starts[slot], arena.ends[slot]);
-/** Writes `"UUID":{"resources":{`, from its slot. */
-export const writeResourcesOpen = (w: BodyWriter, arena: UuidArena, slot: number): BodyWriter =>
-  w.range(arena.buffer, arena.starts[slot], arena.ends[slot] + RESOURCES_OPEN.length);
 
 const ALLOCATIONS_DICT = ascii('{"allocations":{');
 const ALLOCATIONS_LIST = ascii('{"allocations":[');

@@ -17,8 +17,8 @@ import type { AnswerShape } from "../../services/candidates/answer-shape.js";
 import type { Candidate } from "../../services/candidates/combine.js";
 import type { FlatAnswer } from "../../services/candidates/flat-answer.js";
 import type { CandidatesResult, NamesById } from "../../services/candidates/generate.js";
-import { AnswerTooLarge } from "../../services/errors.js";
-import type { AnswerBody } from "./answer-body.js";
+import type { BodyWriter } from "../../http/body-writer.js";
+import type { CandidatesRenderer } from "./renderer.js";
 
 /** A JSON value whose objects are Maps (in key order). */
 type Json = string | number | null | Json[] | Map<string, Json>;
@@ -115,7 +115,7 @@ function engineSummaries(shape: AnswerShape, query: CandidatesQuery, r: Candidat
  * order of first mention), mapped from every group; each provider its own
  * root.
  */
-export function flatAnswer(shape: AnswerShape, query: CandidatesQuery, answer: FlatAnswer): { requests: Json[]; summaries: Map<string, Json> } {
+function flatAnswer(shape: AnswerShape, query: CandidatesQuery, answer: FlatAnswer): { requests: Json[]; summaries: Map<string, Json> } {
   const amounts = new Map<string, Json>();
   for (const g of query.groups) for (const [rc, amount] of g.resources) amounts.set(rc, ((amounts.get(rc) as number | undefined) ?? 0) + amount);
   const requested = requestedClasses(query);
@@ -138,7 +138,7 @@ export function flatAnswer(shape: AnswerShape, query: CandidatesQuery, answer: F
 }
 
 /** The whole body of an answer's requests and summaries. */
-export const answerText = (requests: Json[], summaries: Map<string, Json>): string =>
+const answerText = (requests: Json[], summaries: Map<string, Json>): string =>
   stringify(
     new Map<string, Json>([
       ["allocation_requests", requests],
@@ -147,52 +147,41 @@ export const answerText = (requests: Json[], summaries: Map<string, Json>): stri
   );
 
 /**
- * The plain renderer as a body (AnswerBody): the answer collected as data
- * and written whole when the service is done; never streamed. With `maxBytes`
- * (PLACEMENT_MAX_ANSWER_BYTES) an answer longer than that is refused with
- * AnswerTooLarge, as the fast renderer refuses it.
+ * The plain renderer (CandidatesRenderer): the answer collected as data,
+ * and written whole into the body at finish.
  */
-export class ReferenceBody implements AnswerBody {
+export class ReferenceRenderer implements CandidatesRenderer {
+  private w?: BodyWriter;
   private requests: Json[] = [];
-  private summaries = new Map<string, Json>();
+  private summaryMap = new Map<string, Json>();
 
   constructor(
     private readonly shape: AnswerShape,
     private readonly query: CandidatesQuery,
-    private readonly maxBytes = 0,
   ) {}
 
-  /** Allocation requests written so far. */
-  get written(): number {
-    return this.requests.length;
+  open(w: BodyWriter): void {
+    this.w = w;
+    this.requests = [];
+    this.summaryMap = new Map();
   }
 
-  readonly candidate = (cand: Candidate, names: NamesById): void => {
+  candidate(cand: Candidate, names: NamesById): void {
     this.requests.push(allocationRequest(this.shape, cand, names));
-  };
+  }
 
-  end(result: CandidatesResult): void {
-    this.summaries = engineSummaries(this.shape, this.query, result);
+  summaries(result: CandidatesResult): void {
+    this.summaryMap = engineSummaries(this.shape, this.query, result);
   }
 
   flat(answer: FlatAnswer): void {
-    ({ requests: this.requests, summaries: this.summaries } = flatAnswer(this.shape, this.query, answer));
+    ({ requests: this.requests, summaries: this.summaryMap } = flatAnswer(this.shape, this.query, answer));
   }
 
-  discard(): boolean {
+  finish(): void {
+    this.w!.bytes(Buffer.from(answerText(this.requests, this.summaryMap), "utf8"));
+    this.w = undefined;
     this.requests = [];
-    this.summaries = new Map();
-    return true;
+    this.summaryMap = new Map();
   }
-
-  /** The whole body once `answering` (the service writing into this sink) is done. */
-  async respond(answering: Promise<unknown>): Promise<Buffer<ArrayBuffer>> {
-    await answering;
-    const body = Buffer.from(answerText(this.requests, this.summaries), "utf8");
-    if (this.maxBytes > 0 && body.length > this.maxBytes) throw new AnswerTooLarge(this.maxBytes);
-    return body;
-  }
-
-  /** Nothing is kept for other answers: the collected answer goes with this object. */
-  recycle(): void {}
 }
