@@ -518,8 +518,9 @@ async function pgbench(adminUrl: string, clients: number, seconds: number, flavo
       await db.query("INSERT INTO consumer_types (name) VALUES ('INSTANCE')");
       const classes = await db.query<{ id: number; name: string }>("SELECT id, name FROM resource_classes WHERE name = ANY($1)", [Object.keys(flavour)]);
       const ids = await db.query<{ first: number }>("SELECT min(id) AS first FROM resource_providers");
-      // POST /claims' own statement (claims-statement.ts), its values pgbench's: a window of a few random hosts, so two
-      // clients drawing the same host do not make it fail (SKIP LOCKED takes the next).
+      // POST /claims' own statement (claims-statement.ts), its values pgbench's: a window of a few hosts in a row from a
+      // random one (distinct, as a claim offers them), so two clients drawing the same host do not fail (SKIP LOCKED
+      // takes the next).
       const window = Array.from({ length: 4 }, (_, i) => `:p${i}`);
       const offered = window.flatMap((p) => classes.rows.map((c) => ({ p, c })));
       const statement = new PgDialect().sqlToQuery(
@@ -535,7 +536,9 @@ async function pgbench(adminUrl: string, clients: number, seconds: number, flavo
         }),
       );
       if (statement.params.length > 0) throw new Error("the claim statement has parameters pgbench cannot give");
-      const script = `${window.map((p) => `\\set ${p.slice(1)} random(${ids.rows[0].first}, ${ids.rows[0].first + nodes - 1})`).join("\n")}
+      const first = ids.rows[0].first;
+      const script = `\\set p0 random(${first}, ${first + nodes - window.length})
+${window.slice(1).map((p, i) => `\\set ${p.slice(1)} :p${i} + 1`).join("\n")}
 ${statement.sql.replace(/\s*\n\s*/g, " ").trim()};
 `;
       const file = path.join(dir, "claim.sql");

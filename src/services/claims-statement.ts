@@ -12,16 +12,19 @@
  *    ordinary write's bump), taking its row lock first, as every allocation
  *    write starts; nothing when it exists or its project or user does not;
  * 2. locks the first provider of up to FIRST_FREE_BATCH candidates, in
- *    preference order, that no other writer holds (FOR NO KEY UPDATE SKIP
- *    LOCKED, LIMIT 1): it never waits for a provider;
+ *    preference order, that has room for its candidate in the statement's
+ *    snapshot (fresher than the answer, so hosts filled since it are passed
+ *    over without a lock; only a hint, see below) and that no other writer
+ *    holds (FOR NO KEY UPDATE SKIP LOCKED, LIMIT 1): it never waits for a
+ *    provider;
  * 3. locks that provider's inventory rows of the candidate's classes, in id
  *    order (FOR UPDATE, as the usage trigger locks them), and checks the
  *    capacity rule against the values of those locked rows;
  * 4. only if it holds: inserts the allocations (whose usage trigger updates
  *    those same inventory rows) and bumps the provider's generation; the
  *    feed's triggers fire as for any write.
- * When it did not write (the consumer was not new, every provider was held,
- * or the locked rows had no room), its last expression fails the statement,
+ * When it did not write (the consumer was not new, every provider with room
+ * was held, none had room, or the locked rows had no room), its last expression fails the statement,
  * so its implicit transaction rolls back with the consumer it inserted; the
  * error names why (ClaimNotWritten).
  *
@@ -108,9 +111,14 @@ export function claimStatement(v: ClaimStatementValues): SQL {
       RETURNING id
     ), offered AS (
       SELECT * FROM unnest(${v.providers}::int[], ${v.classes}::int[], ${v.amounts}::bigint[]) AS o(provider_id, class_id, used)
+    ), fitting AS MATERIALIZED (
+      SELECT w.id FROM unnest(${v.window}::int[]) AS w(id)
+      WHERE NOT EXISTS (
+        SELECT FROM offered o LEFT JOIN inventories s ON s.resource_provider_id = o.provider_id AND s.resource_class_id = o.class_id
+        WHERE o.provider_id = w.id AND (s.id IS NULL OR NOT (${sql.raw(hasRoomForSql("s", "o.used"))})))
     ), chosen AS MATERIALIZED (
       SELECT id FROM resource_providers
-      WHERE id = ANY(${v.window}::int[]) AND EXISTS (SELECT FROM consumer)
+      WHERE id = ANY(ARRAY(SELECT id FROM fitting)) AND EXISTS (SELECT FROM consumer)
       ORDER BY array_position(${v.window}::int[], id) LIMIT 1
       FOR NO KEY UPDATE SKIP LOCKED
     ), inv AS MATERIALIZED (
@@ -136,13 +144,19 @@ export function claimStatement(v: ClaimStatementValues): SQL {
     SELECT v.provider_id AS "providerId", (SELECT generation FROM bumped) AS generation,
            CASE WHEN v.ok THEN 0
                 ELSE (${sql.raw(`'${NOT_WRITTEN}'`)} || CASE WHEN v.consumer_id IS NULL THEN ' consumer'
-                                              WHEN v.provider_id IS NULL THEN ' busy'
-                                              ELSE ' refused ' || v.provider_id END)::int END AS written
+                                              WHEN v.provider_id IS NOT NULL THEN ' refused ' || v.provider_id
+                                              WHEN EXISTS (SELECT FROM fitting) THEN ' busy'
+                                              ELSE ' full' END)::int END AS written
     FROM verdict v`;
 }
 
-/** Why the statement wrote nothing: the consumer exists (or its owner does not yet), every provider offered was held, or `providerId` had no room. */
-export type NotWritten = { why: "consumer" } | { why: "busy" } | { why: "refused"; providerId: number };
+/**
+ * Why the statement wrote nothing: the consumer exists (or its owner does not
+ * yet); every provider offered that had room in its snapshot was held by
+ * another writer (busy); none had room in its snapshot (full); or
+ * `providerId`, locked, had no room in its locked rows (refused).
+ */
+export type NotWritten = { why: "consumer" } | { why: "busy" } | { why: "full" } | { why: "refused"; providerId: number };
 
 /** The statement's own refusal, read from its error; undefined for any other error. */
 export function notWritten(err: unknown): NotWritten | undefined {
@@ -151,7 +165,7 @@ export function notWritten(err: unknown): NotWritten | undefined {
   const at = message.indexOf(NOT_WRITTEN);
   if (at < 0) return undefined;
   const [why, id] = message.slice(at + NOT_WRITTEN.length).replace(/"$/, "").trim().split(" ");
-  if (why === "consumer" || why === "busy") return { why };
+  if (why === "consumer" || why === "busy" || why === "full") return { why };
   if (why === "refused" && /^[0-9]+$/.test(id ?? "")) return { why, providerId: Number(id) };
   return undefined;
 }

@@ -171,7 +171,9 @@ export async function claim(
     considered = Math.max(considered, found.size);
     // 2. One statement when the claim allows it (claims-statement.ts), else or when it wrote nothing one transaction;
     // 3. undefined: stale, answer again.
-    const outcome = (paths.oneStatement ? await oneStatement(store, found, req) : undefined) ?? (await writeRound(store, found, req, round === MAX_ROUNDS));
+    const fast = paths.oneStatement ? await oneStatement(store, found, req) : undefined;
+    // On the last round the transaction has the last word: a 409 only after it checked every candidate under its locks.
+    const outcome = fast === "stale" && round < MAX_ROUNDS ? undefined : typeof fast === "object" ? fast : await writeRound(store, found, req, round === MAX_ROUNDS);
     if (outcome) return outcome;
     store.onRetry?.("claim_stale");
   }
@@ -267,38 +269,42 @@ function shapeOutcome(
   return { claims, unplaced, alternates: alternates.map((c) => allocationRequest(found, c)) };
 }
 
-/** Statements per answer on the fast path: a further one only after the last found its provider's room taken. */
+/** Statements per answer on the fast path: a further one only after the last found its candidates' room taken. */
 const STATEMENT_TRIES = 3;
 
 /**
  * The fast path (claims-statement.ts): a claim of one consumer whose best
- * candidates are each on one provider, written by one statement. Undefined
- * when it wrote nothing: every provider it offered was held by another
- * writer, the consumer was not new (or its project or user not yet known),
- * or the answer was stale for every statement tried; the transaction then
- * claims from the same answer (and words any refusal).
+ * candidates are each on one provider, written by one statement. "stale"
+ * when the statements found the answer's candidates full and the answer
+ * should be read again; undefined when the transaction is to claim from the
+ * same answer: every provider with room was held by another writer (the
+ * transaction waits for one), the consumer was not new or its project or
+ * user not yet known (the transaction words the 409 or creates them), or the
+ * candidates are not all on one provider each.
  */
-async function oneStatement(store: Store, found: CollectedAnswer, req: ClaimRequest): Promise<ClaimOutcome | undefined> {
+async function oneStatement(store: Store, found: CollectedAnswer, req: ClaimRequest): Promise<ClaimOutcome | "stale" | undefined> {
   if (req.consumers.length !== 1) return undefined;
   const [consumer] = req.consumers;
   const view = new CandidateView(found, req.pick);
+  let stale = false;
   for (let i = 0; i < STATEMENT_TRIES; i++) {
     const window = firstWindow(view.ordered());
-    if (window.length === 0) return undefined;
+    if (window.length === 0) break;
     const outcome = await claimInOneStatement(store.db, consumer, window);
     if ("written" in outcome) {
       view.claimed(outcome.written);
       const generations = new Map([[providerOf(outcome.written), outcome.generation]]);
       return shapeOutcome(found, view, [{ consumer: { uuid: consumer.consumerUuid, generation: 0 }, candidate: outcome.written }], generations, [], req.alternates);
     }
-    if (!("notWritten" in outcome) || outcome.notWritten.why !== "refused") break;
-    const { providerId } = outcome.notWritten;
-    // Someone took its room since the answer: its candidates are out of this view.
-    for (const c of window) if (providerOf(c) === providerId) view.refuse(c);
+    if (!("notWritten" in outcome)) return undefined;
+    const why = outcome.notWritten;
+    if (why.why === "consumer" || why.why === "busy") return undefined;
+    // Someone took the room since the answer: those candidates are out of this view, the next ones are tried.
+    for (const c of window) if (why.why === "full" || providerOf(c) === why.providerId) view.refuse(c);
+    stale = true;
     store.onRetry?.("claim_statement_stale");
   }
-  store.onRetry?.("claim_statement_fallback");
-  return undefined;
+  return stale ? "stale" : undefined;
 }
 
 type Attempt = "claimed" | "busy" | "refused";
