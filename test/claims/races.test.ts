@@ -151,6 +151,39 @@ describe.each(["one process", "two processes"])("claim races (%s)", (mode) => {
     expect(await brokenInvariants(t)).toEqual([]);
   });
 
+  it("one-instance claims (one statement), two-instance claims (a transaction) and ordinary writes fill a cloud exactly together", async () => {
+    await emptyCloud(t);
+    const nodes: Provider[] = [];
+    for (let i = 0; i < 4; i++) nodes.push(await createProvider(t, { VCPU: { total: 30 }, MEMORY_MB: { total: 30720 } }));
+    const writes = Array.from({ length: 16 }, (_, i) => {
+      const [a, b] = i % 2 ? [nodes[1], nodes[2]] : [nodes[2], nodes[1]];
+      return send("PUT", `/allocations/${newUuid()}`, {
+        allocations: { [a.uuid]: { resources: { VCPU: 1, MEMORY_MB: 1024 } }, [b.uuid]: { resources: { VCPU: 1, MEMORY_MB: 1024 } } },
+        project_id: PROJECT,
+        user_id: USER,
+        consumer_generation: null,
+        consumer_type: "INSTANCE",
+      });
+    });
+    let n = 0;
+    // As many as fit, so the two-instance claims take the last single slot too and the cloud ends exactly full.
+    const claims = fill(send, "resources=VCPU:1,MEMORY_MB:1024", () =>
+      n++ % 2 ? claimBody({ pick: "pack" }) : claimBody({ pick: "pack", all_or_nothing: false }, [consumer(), consumer()]),
+    );
+    const written = await Promise.all(writes);
+    const claimed = await claims;
+    expect([...written, ...claimed].filter((r) => r.status !== 200 && r.status !== 204 && r.status !== 409).map((r) => r.body)).toEqual([]);
+    noEarly409(claimed);
+    const instances = claimed.filter((r) => r.status === 200).flatMap((r) => r.body.claims);
+    expect(2 * written.filter((r) => r.status === 204).length + instances.length).toBe(120);
+    for (const c of instances) {
+      const answered = Object.fromEntries(Object.entries(c.allocations).map(([rp, a]: [string, any]) => [rp, a.resources]));
+      expect(await allocationsOf(t, c.consumer_uuid)).toEqual(answered);
+    }
+    expect(await t.sql("SELECT sum(free)::int AS free FROM provider_capacity")).toEqual([{ free: 0 }]);
+    expect(await brokenInvariants(t)).toEqual([]);
+  });
+
   it("claims racing ordinary writes that span two providers neither deadlock nor overcommit", async () => {
     await emptyCloud(t);
     const nodes: Provider[] = [];
