@@ -10,7 +10,12 @@
  */
 import { beforeEach, describe, expect, it } from "vitest";
 import { createProvider, type Provider } from "../allocations/fixtures.js";
-import { brokenInvariants, claimBody, consumer, emptyCloud, harnessWithOwnConnection } from "./support.js";
+import { Microversion } from "../../src/http/microversion.js";
+import { parseCandidatesQuery } from "../../src/query/request-groups.js";
+import { answerShape } from "../../src/services/candidates/answer-shape.js";
+import { CandidatesService } from "../../src/services/candidates/service.js";
+import { claim } from "../../src/services/claims.js";
+import { allocationsOf, brokenInvariants, claimBody, consumer, emptyCloud, harnessWithOwnConnection } from "./support.js";
 
 const db = harnessWithOwnConnection();
 
@@ -83,6 +88,54 @@ describe("POST /claims' one statement and a writer that commits under it", () =>
     expect(res.body.claims[0].consumer_generation).toBe(1);
     expect(await db.t.sql("SELECT generation FROM resource_providers WHERE id = $1", [host.id])).toEqual([{ generation: 2 }]);
     expect(await db.t.sql("SELECT used FROM inventories WHERE resource_provider_id = $1 ORDER BY id", [host.id])).toEqual([{ used: 4 }, { used: 0 }]);
+    expect(await brokenInvariants(db.t)).toEqual([]);
+  });
+});
+
+describe("the statement against its oracle, the transaction", () => {
+  const parse = (q: string) => parseCandidatesQuery([...new URLSearchParams(q).entries()], Microversion.from("1.39"));
+
+  it("chooses and answers alike for every pick that does not draw at random, and writes the same rows", async () => {
+    const nodes: Provider[] = [host];
+    for (let i = 0; i < 5; i++) nodes.push(await createProvider(db.t, { VCPU: { total: 4 }, MEMORY_MB: { total: 4096 } }));
+    // Different fill levels, so pack and spread have an order to follow.
+    expect((await post("VCPU:2,MEMORY_MB:512")).status).toBe(200);
+    const service = new CandidatesService(db.t.database.db, db.t.config);
+    // Which way each claim wrote: the statement runs on the pool's handle, the transaction through transaction().
+    const used: string[] = [];
+    const handle = new Proxy(db.t.database.db, {
+      get(target, prop, receiver) {
+        if (prop === "execute" || prop === "transaction") used.push(prop);
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const store = { db: handle, allocationRetries: 10 };
+    const query = parse("resources=VCPU:1,MEMORY_MB:256");
+    for (const pick of ["pack", "spread", "first"] as const) {
+      const outcomes = [];
+      for (const oneStatement of [true, false]) {
+        const who = consumer();
+        const request = {
+          query,
+          shape: answerShape(Microversion.from("1.39")),
+          consumers: [{ consumerUuid: who.consumer_uuid, projectId: who.project_id, userId: who.user_id, consumerType: who.consumer_type }],
+          pick,
+          alternates: 3,
+          allOrNothing: true,
+        };
+        used.length = 0;
+        const outcome = await claim(store, service, request, { oneStatement });
+        expect(used).toEqual([oneStatement ? "execute" : "transaction"]);
+        outcomes.push({ ...outcome, claims: outcome.claims.map((c) => ({ ...c, consumerUuid: "" })), written: await allocationsOf(db.t, who.consumer_uuid) });
+        // Back to the same cloud for the other path (the generations move on: compared apart).
+        expect((await db.t.request("DELETE", `/allocations/${who.consumer_uuid}`)).status).toBe(204);
+      }
+      const [viaStatement, viaTransaction] = outcomes;
+      const [[rp, claimed]] = Object.entries(viaStatement.claims[0].allocations);
+      expect(viaTransaction.claims[0].allocations[rp].generation).toBe(claimed.generation + 1);
+      viaTransaction.claims[0].allocations[rp].generation = claimed.generation;
+      expect(viaStatement).toEqual(viaTransaction);
+    }
     expect(await brokenInvariants(db.t)).toEqual([]);
   });
 });
