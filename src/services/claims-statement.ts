@@ -111,11 +111,14 @@ export function claimStatement(v: ClaimStatementValues): SQL {
       RETURNING id
     ), offered AS (
       SELECT * FROM unnest(${v.providers}::int[], ${v.classes}::int[], ${v.amounts}::bigint[]) AS o(provider_id, class_id, used)
+    ), seen AS MATERIALIZED (
+      SELECT s.resource_provider_id, s.resource_class_id, s.total, s.reserved, s.allocation_ratio, s.used
+      FROM inventories s WHERE s.resource_provider_id = ANY(${v.window}::int[])
     ), fitting AS MATERIALIZED (
       SELECT w.id FROM unnest(${v.window}::int[]) AS w(id)
       WHERE NOT EXISTS (
-        SELECT FROM offered o LEFT JOIN inventories s ON s.resource_provider_id = o.provider_id AND s.resource_class_id = o.class_id
-        WHERE o.provider_id = w.id AND (s.id IS NULL OR NOT (${sql.raw(hasRoomForSql("s", "o.used"))})))
+        SELECT FROM offered o LEFT JOIN seen s ON s.resource_provider_id = o.provider_id AND s.resource_class_id = o.class_id
+        WHERE o.provider_id = w.id AND (s.resource_provider_id IS NULL OR NOT (${sql.raw(hasRoomForSql("s", "o.used"))})))
     ), chosen AS MATERIALIZED (
       SELECT id FROM resource_providers
       WHERE id = ANY(ARRAY(SELECT id FROM fitting)) AND EXISTS (SELECT FROM consumer)
