@@ -14,9 +14,10 @@
  *              (default 400: filling 1,000 nodes is not the point)
  *   aggregate  1,000 of the large nodes, 50 of them in one aggregate asked for with member_of,
  *              filled with the large flavour (200 instances)
- *   pgbench    the physical limit: pgbench with K clients running the write's own transaction
- *              (create the consumer, lock the provider row, check capacity, insert the
- *              allocation rows and bump the generations, in the statements POST /claims uses)
+ *   pgbench    the physical limit: pgbench with K clients running the claim's own write
+ *              (create the consumer, lock the provider row and its inventory rows, check
+ *              capacity, insert the allocation rows and bump the generation: the one
+ *              statement POST /claims of one instance runs)
  *              on a cloud that never fills, for --pgbench-seconds (default 5); each scene's
  *              POST /claims figure at the largest K is printed as a share of its rate
  * --cloud flat is the older scene: N nodes (4 VCPU, 8 GiB, 400 GB) filled 1 VCPU at a time.
@@ -51,7 +52,9 @@ import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { freePort } from "../src/net.js";
-import { hasRoomForSql, unitsAllowSql } from "../src/services/rules/capacity.js";
+import { sql } from "drizzle-orm";
+import { PgDialect } from "drizzle-orm/pg-core";
+import { claimStatement } from "../src/services/claims-statement.js";
 import { startArguments } from "./candidates.js";
 
 type Resources = Record<string, number>;
@@ -489,14 +492,14 @@ async function warmUp(base: string, scene: Scene, workers: number): Promise<void
 }
 
 /**
- * The physical limit: pgbench running the claim's own write transaction
- * with `clients` connections for `seconds`, on a cloud of `nodes` nodes too
- * large to fill (so every transaction writes). The statements are those a
- * first-try POST /claims runs between BEGIN and COMMIT: create the consumer,
- * lock its provider row, then check capacity, insert the allocation rows and
- * bump both generations in one statement (as allocations.ts
- * writeWithinCapacity, with the capacity rule's own SQL). Returns
- * transactions per second, or undefined without pgbench.
+ * The physical limit: pgbench running the claim's own write with `clients`
+ * connections for `seconds`, on a cloud of `nodes` nodes too large to fill
+ * (so every claim writes). Its script is the statement a POST /claims of one
+ * instance runs (claims-statement.ts claimStatement, the same text, its
+ * values pgbench's): create the consumer, lock the first free provider of a
+ * window, lock its inventory rows and check capacity on them, insert the
+ * allocation rows and bump the generation, as one implicit transaction.
+ * Returns transactions per second, or undefined without pgbench.
  */
 async function pgbench(adminUrl: string, clients: number, seconds: number, flavour: Resources): Promise<number | undefined> {
   return scratchDatabase(adminUrl, async (url) => {
@@ -510,25 +513,33 @@ async function pgbench(adminUrl: string, clients: number, seconds: number, flavo
     const dir = await mkdtemp(path.join(os.tmpdir(), "claims-pgbench-"));
     try {
       await buildCloud(db, { nodes, node: Object.fromEntries(Object.keys(flavour).map((rc) => [rc, 1_000_000_000])) });
-      const project = await db.query("INSERT INTO projects (external_id) VALUES ('bench-project') RETURNING id");
-      const user = await db.query("INSERT INTO users (external_id) VALUES ('bench-user') RETURNING id");
+      await db.query("INSERT INTO projects (external_id) VALUES ('bench-project')");
+      await db.query("INSERT INTO users (external_id) VALUES ('bench-user')");
+      await db.query("INSERT INTO consumer_types (name) VALUES ('INSTANCE')");
       const classes = await db.query<{ id: number; name: string }>("SELECT id, name FROM resource_classes WHERE name = ANY($1)", [Object.keys(flavour)]);
       const ids = await db.query<{ first: number }>("SELECT min(id) AS first FROM resource_providers");
-      const values = classes.rows.map((c) => `(:cid::int, :p::int, ${c.id}, ${flavour[c.name]}::bigint)`).join(", ");
-      const script = `\\set p random(${ids.rows[0].first}, ${ids.rows[0].first + nodes - 1})
-BEGIN;
-INSERT INTO consumers (uuid, project_id, user_id, generation) VALUES (gen_random_uuid()::text, ${project.rows[0].id}, ${user.rows[0].id}, 0) RETURNING id AS cid \\gset
-SELECT id, generation FROM resource_providers WHERE id = :p ORDER BY id FOR NO KEY UPDATE SKIP LOCKED;
-WITH req AS (SELECT * FROM (VALUES ${values}) AS r(consumer_id, provider_id, class_id, used)),
-inv AS (SELECT i.* FROM inventories i WHERE i.resource_provider_id = :p::int AND i.resource_class_id IN (SELECT class_id FROM req)),
-verdict AS (SELECT NOT EXISTS (SELECT 1 FROM req r LEFT JOIN inv ON inv.resource_class_id = r.class_id
-                               WHERE inv.resource_provider_id IS NULL OR NOT (${unitsAllowSql("inv", "r.used")}) OR NOT (${hasRoomForSql("inv", "r.used")})) AS ok),
-inserted AS (INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
-             SELECT consumer_id, provider_id, class_id, used::int FROM req WHERE (SELECT ok FROM verdict)),
-bumped_providers AS (UPDATE resource_providers SET generation = generation + 1, updated_at = now() WHERE id = :p::int AND (SELECT ok FROM verdict)),
-bumped_consumers AS (UPDATE consumers SET generation = generation + 1, updated_at = now() WHERE id = :cid::int AND (SELECT ok FROM verdict))
-SELECT ok FROM verdict;
-COMMIT;
+      // POST /claims' own statement (claims-statement.ts), its values pgbench's: a window of a few hosts in a row from a
+      // random one (distinct, as a claim offers them), so two clients drawing the same host do not fail (SKIP LOCKED
+      // takes the next).
+      const window = Array.from({ length: 4 }, (_, i) => `:p${i}`);
+      const offered = window.flatMap((p) => classes.rows.map((c) => ({ p, c })));
+      const statement = new PgDialect().sqlToQuery(
+        claimStatement({
+          consumerUuid: sql.raw("gen_random_uuid()"),
+          project: sql.raw("'bench-project'"),
+          user: sql.raw("'bench-user'"),
+          consumerType: sql.raw("'INSTANCE'"),
+          window: sql.raw(`ARRAY[${window.join(", ")}]`),
+          providers: sql.raw(`ARRAY[${offered.map((o) => o.p).join(", ")}]`),
+          classes: sql.raw(`ARRAY[${offered.map((o) => o.c.id).join(", ")}]`),
+          amounts: sql.raw(`ARRAY[${offered.map((o) => flavour[o.c.name]).join(", ")}]`),
+        }),
+      );
+      if (statement.params.length > 0) throw new Error("the claim statement has parameters pgbench cannot give");
+      const first = ids.rows[0].first;
+      const script = `\\set p0 random(${first}, ${first + nodes - window.length})
+${window.slice(1).map((p, i) => `\\set ${p.slice(1)} :p${i} + 1`).join("\n")}
+${statement.sql.replace(/\s*\n\s*/g, " ").trim()};
 `;
       const file = path.join(dir, "claim.sql");
       await writeFile(file, script);

@@ -15,7 +15,19 @@
  *    candidates one at a time (pack and spread must sort them all first).
  *    No answer at all is a 409 at once, at the cost of an empty candidates
  *    answer.
- * 2. One short write transaction (READ COMMITTED, so every statement sees
+ * 2. A claim of one consumer whose best candidates are each on one provider
+ *    (every candidate of a flat cloud) is written by one statement, its own
+ *    transaction (claims-statement.ts, whose header says why it can neither
+ *    overcommit nor deadlock): consumer, the first free provider of up to
+ *    FIRST_FREE_BATCH, its inventory rows, the check on them, the write. A
+ *    provider whose locked rows had no room is left out and the statement
+ *    runs again on the next ones, a few times. When it writes nothing (every
+ *    provider offered held by another writer, the consumer not new or its
+ *    owner not yet known, or the answer stale throughout), the transaction
+ *    below claims from the same answer: it is also the plain path beside the
+ *    statement and its oracle (ClaimPaths).
+ *    Every other claim (several consumers, candidates spanning providers):
+ *    one short write transaction (READ COMMITTED, so every statement sees
  *    what has been committed before it): the claim's consumers are created
  *    and locked (upsertConsumers, uuid order), exactly as the allocation
  *    write path starts; they must be new. Then for each consumer, candidates
@@ -45,7 +57,8 @@
  * so a claim is refused only when every candidate was checked under its
  * locks and did not fit (no 409 while a fitting candidate existed).
  *
- * Why this cannot deadlock with the ordinary write path
+ * Why the transaction cannot deadlock with the ordinary write path (the
+ * statement's reasons are in claims-statement.ts)
  * (src/services/allocations.ts: consumers in uuid order, then providers in id
  * order, then inventory rows in id order): a claim takes its consumer locks
  * first, in uuid order, and they are rows of consumers that are new (nobody
@@ -78,6 +91,7 @@ import type { CandidatesAnswerer } from "./replica-candidates.js";
 import { writeWithinCapacity, type Resources } from "./allocations.js";
 import { consumerGenerationConflict, deleteConsumersWithoutAllocations, upsertConsumers, type LockedConsumer } from "./consumers.js";
 import { CandidateView, type PickPolicy } from "./claims-pick.js";
+import { claimInOneStatement, FIRST_FREE_BATCH, firstWindow, onOneProvider, providerOf } from "./claims-statement.js";
 import { CapacityExceeded, ClaimRefused } from "./errors.js";
 import { writeTransaction, type Store } from "./store.js";
 
@@ -123,6 +137,11 @@ export interface ClaimOutcome {
   alternates: AllocationRequest[];
 }
 
+/** Which write paths a claim may take: without oneStatement, only the transaction (the plain path, the fast one's oracle). */
+export interface ClaimPaths {
+  oneStatement: boolean;
+}
+
 /** Answers per claim: a further one only after a locked check found the last one stale. */
 const MAX_ROUNDS = 3;
 
@@ -136,7 +155,12 @@ class Stale extends Error {}
  * Throws ClaimRefused (nothing claimed), GenerationConflict (a consumer
  * exists), ConcurrentUpdate, or the candidates answer's own 400s.
  */
-export async function claim(store: Store, candidates: Pick<CandidatesAnswerer, "answer">, req: ClaimRequest): Promise<ClaimOutcome> {
+export async function claim(
+  store: Store,
+  candidates: Pick<CandidatesAnswerer, "answer">,
+  req: ClaimRequest,
+  paths: ClaimPaths = { oneStatement: true },
+): Promise<ClaimOutcome> {
   let considered = 0;
   for (let round = 1; ; round++) {
     // 1. The answer, outside any transaction.
@@ -145,8 +169,11 @@ export async function claim(store: Store, candidates: Pick<CandidatesAnswerer, "
     const found = sink.answer();
     if (found.size === 0) throw new ClaimRefused(considered === 0 ? { reason: "no candidates" } : { reason: "no fit", considered });
     considered = Math.max(considered, found.size);
-    // 2. One transaction on it; 3. undefined: stale, answer again.
-    const outcome = await writeRound(store, found, req, round === MAX_ROUNDS);
+    // 2. One statement when the claim allows it (claims-statement.ts), else or when it wrote nothing one transaction;
+    // 3. undefined: stale, answer again.
+    const fast = paths.oneStatement ? await oneStatement(store, found, req) : undefined;
+    // On the last round the transaction has the last word: a 409 only after it checked every candidate under its locks.
+    const outcome = fast === "stale" && round < MAX_ROUNDS ? undefined : typeof fast === "object" ? fast : await writeRound(store, found, req, round === MAX_ROUNDS);
     if (outcome) return outcome;
     store.onRetry?.("claim_stale");
   }
@@ -208,24 +235,76 @@ async function claimIn(tx: Tx, found: CollectedAnswer, req: ClaimRequest, last: 
   }
   if (pending.length > 0) await deleteConsumersWithoutAllocations(tx, pending.map((c) => locked.get(c.consumerUuid)!.id));
 
-  // Shaped from what was written: every provider's generation as this transaction leaves it, each consumer's bumped once.
+  return shapeOutcome(found, view, placed, held.generations, pending.map((c) => c.consumerUuid), req.alternates);
+}
+
+/**
+ * The answer, shaped from what was written: `generations` holds every
+ * provider's generation as the write left it; each consumer's was bumped once.
+ */
+function shapeOutcome(
+  found: CollectedAnswer,
+  view: CandidateView,
+  placed: ReadonlyArray<{ consumer: Pick<LockedConsumer, "uuid" | "generation">; candidate: Candidate }>,
+  generations: ReadonlyMap<number, number>,
+  unplaced: string[],
+  wantedAlternates: number,
+): ClaimOutcome {
   const claims = placed.map(({ consumer, candidate }): ClaimedConsumer => {
     const allocations: ClaimedConsumer["allocations"] = {};
     for (const r of candidate.resources) {
-      const entry = (allocations[found.uuidOf(r.providerId)] ??= { generation: held.generations.get(r.providerId)!, resources: {} });
+      const entry = (allocations[found.uuidOf(r.providerId)] ??= { generation: generations.get(r.providerId)!, resources: {} });
       entry.resources[found.resourceClassName(r.resourceClassId)] = r.amount;
     }
     return { consumerUuid: consumer.uuid, allocations, consumerGeneration: consumer.generation + 1 };
   });
   const chosen = new Set(placed.map((p) => p.candidate));
   const alternates: Candidate[] = [];
-  if (req.alternates > 0) {
+  if (wantedAlternates > 0) {
     for (const c of view.ordered()) {
-      if (alternates.length === req.alternates) break;
+      if (alternates.length === wantedAlternates) break;
       if (!chosen.has(c)) alternates.push(c);
     }
   }
-  return { claims, unplaced: pending.map((c) => c.consumerUuid), alternates: alternates.map((c) => allocationRequest(found, c)) };
+  return { claims, unplaced, alternates: alternates.map((c) => allocationRequest(found, c)) };
+}
+
+/** Statements per answer on the fast path: a further one only after the last found its candidates' room taken. */
+const STATEMENT_TRIES = 3;
+
+/**
+ * The fast path (claims-statement.ts): a claim of one consumer whose best
+ * candidates are each on one provider, written by one statement. "stale"
+ * when the statements found the answer's candidates full and the answer
+ * should be read again; undefined when the transaction is to claim from the
+ * same answer: every provider with room was held by another writer (the
+ * transaction waits for one), the consumer was not new or its project or
+ * user not yet known (the transaction words the 409 or creates them), or the
+ * candidates are not all on one provider each.
+ */
+async function oneStatement(store: Store, found: CollectedAnswer, req: ClaimRequest): Promise<ClaimOutcome | "stale" | undefined> {
+  if (req.consumers.length !== 1) return undefined;
+  const [consumer] = req.consumers;
+  const view = new CandidateView(found, req.pick);
+  let stale = false;
+  for (let i = 0; i < STATEMENT_TRIES; i++) {
+    const window = firstWindow(view.ordered());
+    if (window.length === 0) break;
+    const outcome = await claimInOneStatement(store.db, consumer, window);
+    if ("written" in outcome) {
+      view.claimed(outcome.written);
+      const generations = new Map([[providerOf(outcome.written), outcome.generation]]);
+      return shapeOutcome(found, view, [{ consumer: { uuid: consumer.consumerUuid, generation: 0 }, candidate: outcome.written }], generations, [], req.alternates);
+    }
+    if (!("notWritten" in outcome)) return undefined;
+    const why = outcome.notWritten;
+    if (why.why === "consumer" || why.why === "busy") return undefined;
+    // Someone took the room since the answer: those candidates are out of this view, the next ones are tried.
+    for (const c of window) if (why.why === "full" || providerOf(c) === why.providerId) view.refuse(c);
+    stale = true;
+    store.onRetry?.("claim_statement_stale");
+  }
+  return stale ? "stale" : undefined;
 }
 
 type Attempt = "claimed" | "busy" | "refused";
@@ -278,16 +357,6 @@ async function placeOne(
   return { stale };
 }
 
-/**
- * Providers offered to one first-free statement: enough that K claimers
- * packing the same hosts find a free one in one round trip, few enough that
- * ordering them by their place in the list (array_position, linear in the
- * list) stays cheap on an answer of a thousand hosts.
- */
-const FIRST_FREE_BATCH = 32;
-
-const onOneProvider = (c: Candidate): boolean => c.resources.length > 0 && c.resources.every((r) => r.providerId === c.resources[0].providerId);
-const providerOf = (c: Candidate): number => c.resources[0].providerId;
 
 /** An iterator that can be looked into one step ahead. */
 class Lookahead<T> {

@@ -5,29 +5,22 @@
  * the best free one; when every fitting host is held, the second pass waits
  * for a lock instead of answering 409.
  */
-import pg from "pg";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { startHarness, type Harness } from "../support/harness.js";
+import type pg from "pg";
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Harness } from "../support/harness.js";
 import { createProvider, type Provider } from "../allocations/fixtures.js";
-import { brokenInvariants, claimBody, consumer } from "./support.js";
+import { brokenInvariants, claimBody, consumer, emptyCloud, harnessWithOwnConnection } from "./support.js";
 
+const ctx = harnessWithOwnConnection();
 let t: Harness;
 let other: pg.Client;
-beforeAll(async () => {
-  t = await startHarness();
-  other = new pg.Client({ connectionString: t.url });
-  await other.connect();
-});
-afterAll(async () => {
-  await other?.end();
-  await t?.close();
+beforeAll(() => {
+  ({ t, own: other } = ctx);
 });
 
 let nodes: Provider[];
 beforeEach(async () => {
-  for (const table of ["allocations", "consumers", "inventories", "resource_provider_traits", "resource_provider_aggregates", "resource_providers"]) {
-    await t.sql(`DELETE FROM ${table}`);
-  }
+  await emptyCloud(t);
   nodes = [];
   // More hosts than one first-free statement is offered, so the held ones span several.
   for (let i = 0; i < 45; i++) nodes.push(await createProvider(t, { VCPU: { total: 4 } }));

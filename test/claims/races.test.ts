@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newUuid, startHarness, type Harness } from "../support/harness.js";
 import { startServerProcess, type ServerProcess } from "../support/server-process.js";
 import { createProvider, PROJECT, USER, type Provider } from "../allocations/fixtures.js";
-import { allocationsOf, brokenInvariants, claimBody, consumer } from "./support.js";
+import { allocationsOf, brokenInvariants, claimBody, consumer, emptyCloud } from "./support.js";
 
 const CLIENTS = 16;
 
@@ -57,9 +57,6 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function emptyCloud() {
-  for (const table of ["allocations", "consumers", "inventories", "resource_provider_aggregates", "resource_providers"]) await t.sql(`DELETE FROM ${table}`);
-}
 
 /** K claimers, each claiming until it is told nothing fits; every reply kept. */
 async function fill(send: Send, query: string, body: () => object): Promise<Reply[]> {
@@ -87,7 +84,7 @@ describe.each(["one process", "two processes"])("claim races (%s)", (mode) => {
   const send: Send = (...args) => transports[mode](...args);
 
   it.each(["pack", "spread", "random"])("%s: claimers fill a cloud exactly, with no 409 while room was left", async (pick) => {
-    await emptyCloud();
+    await emptyCloud(t);
     const nodes: Provider[] = [];
     for (let i = 0; i < 10; i++) nodes.push(await createProvider(t, { VCPU: { total: 4 }, MEMORY_MB: { total: 4096 } }));
     const replies = await fill(send, "resources=VCPU:1,MEMORY_MB:1024&limit=20", () => claimBody({ pick }));
@@ -114,7 +111,7 @@ describe.each(["one process", "two processes"])("claim races (%s)", (mode) => {
   });
 
   it("all-or-nothing claims of three consumers leave nothing behind when they fail", async () => {
-    await emptyCloud();
+    await emptyCloud(t);
     // 3 x 6 + 2 + 1 = 21 slots: seven claims of three fit, then none does.
     for (let i = 0; i < 3; i++) await createProvider(t, { VCPU: { total: 6 } });
     await createProvider(t, { VCPU: { total: 2 } });
@@ -130,7 +127,7 @@ describe.each(["one process", "two processes"])("claim races (%s)", (mode) => {
   });
 
   it("as many as fit: claims of four instances fill a cloud exactly, every acknowledged instance written", async () => {
-    await emptyCloud();
+    await emptyCloud(t);
     // 5 x 3 = 15 slots: not a multiple of four, so the last claims are partial.
     for (let i = 0; i < 5; i++) await createProvider(t, { VCPU: { total: 3 }, MEMORY_MB: { total: 3072 } });
     const replies = await fill(send, "resources=VCPU:1,MEMORY_MB:1024", () =>
@@ -154,8 +151,41 @@ describe.each(["one process", "two processes"])("claim races (%s)", (mode) => {
     expect(await brokenInvariants(t)).toEqual([]);
   });
 
+  it("one-instance claims (one statement), two-instance claims (a transaction) and ordinary writes fill a cloud exactly together", async () => {
+    await emptyCloud(t);
+    const nodes: Provider[] = [];
+    for (let i = 0; i < 4; i++) nodes.push(await createProvider(t, { VCPU: { total: 30 }, MEMORY_MB: { total: 30720 } }));
+    const writes = Array.from({ length: 16 }, (_, i) => {
+      const [a, b] = i % 2 ? [nodes[1], nodes[2]] : [nodes[2], nodes[1]];
+      return send("PUT", `/allocations/${newUuid()}`, {
+        allocations: { [a.uuid]: { resources: { VCPU: 1, MEMORY_MB: 1024 } }, [b.uuid]: { resources: { VCPU: 1, MEMORY_MB: 1024 } } },
+        project_id: PROJECT,
+        user_id: USER,
+        consumer_generation: null,
+        consumer_type: "INSTANCE",
+      });
+    });
+    let n = 0;
+    // As many as fit, so the two-instance claims take the last single slot too and the cloud ends exactly full.
+    const claims = fill(send, "resources=VCPU:1,MEMORY_MB:1024", () =>
+      n++ % 2 ? claimBody({ pick: "pack" }) : claimBody({ pick: "pack", all_or_nothing: false }, [consumer(), consumer()]),
+    );
+    const written = await Promise.all(writes);
+    const claimed = await claims;
+    expect([...written, ...claimed].filter((r) => r.status !== 200 && r.status !== 204 && r.status !== 409).map((r) => r.body)).toEqual([]);
+    noEarly409(claimed);
+    const instances = claimed.filter((r) => r.status === 200).flatMap((r) => r.body.claims);
+    expect(2 * written.filter((r) => r.status === 204).length + instances.length).toBe(120);
+    for (const c of instances) {
+      const answered = Object.fromEntries(Object.entries(c.allocations).map(([rp, a]: [string, any]) => [rp, a.resources]));
+      expect(await allocationsOf(t, c.consumer_uuid)).toEqual(answered);
+    }
+    expect(await t.sql("SELECT sum(free)::int AS free FROM provider_capacity")).toEqual([{ free: 0 }]);
+    expect(await brokenInvariants(t)).toEqual([]);
+  });
+
   it("claims racing ordinary writes that span two providers neither deadlock nor overcommit", async () => {
-    await emptyCloud();
+    await emptyCloud(t);
     const nodes: Provider[] = [];
     for (let i = 0; i < 4; i++) nodes.push(await createProvider(t, { VCPU: { total: 40 } }));
     const writes = Array.from({ length: 24 }, (_, i) => {

@@ -1,5 +1,7 @@
 /** Helpers shared by the POST /claims tests: bodies, and invariants read from the tables. */
-import { newUuid, type Harness } from "../support/harness.js";
+import pg from "pg";
+import { afterAll, beforeAll } from "vitest";
+import { newUuid, startHarness, type Harness } from "../support/harness.js";
 import { emptyConsumers, overcommitted, ownerDrift, PROJECT, USER, usageDrift } from "../allocations/fixtures.js";
 
 export const consumer = (uuid = newUuid()) => ({ consumer_uuid: uuid, project_id: PROJECT, user_id: USER, consumer_type: "INSTANCE" });
@@ -24,4 +26,26 @@ export async function allocationsOf(t: { sql: Harness["sql"] }, consumerUuid: st
   const out: Record<string, Record<string, number>> = {};
   for (const r of rows) (out[r.rp] ??= {})[r.rc] = r.used;
   return out;
+}
+
+/** A harness for the file and a connection of the test's own beside it (to hold locks or commit under a claim), both set before the tests and closed after. */
+export function harnessWithOwnConnection(): { t: Harness; own: pg.Client } {
+  const ctx = {} as { t: Harness; own: pg.Client };
+  beforeAll(async () => {
+    ctx.t = await startHarness();
+    ctx.own = new pg.Client({ connectionString: ctx.t.url });
+    await ctx.own.connect();
+  });
+  afterAll(async () => {
+    await ctx.own?.end();
+    await ctx.t?.close();
+  });
+  return ctx;
+}
+
+/** Deletes every provider and allocation (the tables a claims test fills), children first. */
+export async function emptyCloud(t: { sql: Harness["sql"] }): Promise<void> {
+  for (const table of ["allocations", "consumers", "inventories", "resource_provider_traits", "resource_provider_aggregates", "resource_providers"]) {
+    await t.sql(`DELETE FROM ${table}`);
+  }
 }
