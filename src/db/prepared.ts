@@ -37,7 +37,7 @@ function tag(name: string): string {
 }
 
 /** Runs `query` as `q.execute` does, as the statement `name` where the connection keeps named statements (see the header). */
-export async function executePrepared<T extends Record<string, unknown>>(q: Queryable, query: SQL, name = "pl_statement"): Promise<pg.QueryResult<T>> {
+export async function executePrepared<T extends Record<string, unknown>>(q: Queryable, query: SQL, name: string): Promise<pg.QueryResult<T>> {
   return (await q.execute<T>(sql`${sql.raw(tag(name))}${query}`)) as pg.QueryResult<T>;
 }
 

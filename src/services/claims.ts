@@ -409,7 +409,7 @@ async function firstFree(
     // Rows this transaction holds already are not skipped: they come back first if they come first.
     const res = await executePrepared<{ id: number; generation: number }>(tx, sql`
       SELECT id, generation FROM resource_providers WHERE id = ANY(${sql.param(ids)}::int[])
-      ORDER BY array_position(${sql.param(ids)}::int[], id) LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`);
+      ORDER BY array_position(${sql.param(ids)}::int[], id) LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`, "pl_claim_first_free_provider");
     const row = res.rows[0];
     heldNow(held, res.rows);
     for (const id of row ? ids.slice(0, ids.indexOf(row.id)) : ids) skipped.add(id);
@@ -428,7 +428,7 @@ async function attempt(tx: Tx, found: CollectedAnswer, consumer: LockedConsumer,
   const providerIds = [...new Set(c.resources.map((r) => r.providerId))];
   const res = await executePrepared<{ id: number; generation: number }>(tx, sql`
     SELECT id, generation FROM resource_providers WHERE id = ANY(${sql.param(providerIds)}::int[])
-    ORDER BY id FOR NO KEY UPDATE ${lock === "skip" ? sql`SKIP LOCKED` : sql``}`);
+    ORDER BY id FOR NO KEY UPDATE ${lock === "skip" ? sql`SKIP LOCKED` : sql``}`, "pl_claim_lock_candidate");
   heldNow(held, res.rows);
   // Waiting, a missing row is a provider deleted since the answer: this candidate no longer fits.
   if (res.rows.length < providerIds.length) return lock === "wait" ? "refused" : "busy";

@@ -81,7 +81,7 @@ it("names at most so many texts, and runs the rest unnamed rather than give a na
 it("prepares nothing behind a transaction pooler, where the next statement may reach another connection", async () => {
   await withDatabase(true, async ({ db }) => {
     const names = await db.transaction(async (tx) => {
-      expect((await executePrepared(tx, QUERY)).rows[0]).toMatchObject({ answer: 42 });
+      expect((await executePrepared(tx, QUERY, "pl_answer")).rows[0]).toMatchObject({ answer: 42 });
       return (await tx.execute(PREPARED)).rows;
     });
     expect(names).toEqual([]);
