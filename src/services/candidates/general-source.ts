@@ -38,24 +38,22 @@ export async function generalCandidates(reads: TreeReads, query: CandidatesQuery
 }
 
 /**
- * What every batch of `query` shares, in at most three reads: the
- * memberships of the named traits and aggregates, the anchors of every
- * sharing provider, and the roots of the providers meeting a resourceless
- * group's filters.
+ * What every batch of `query` shares, in at most two reads: the
+ * memberships of the named traits and aggregates, and the roots of the
+ * providers meeting a resourceless group's filters. Where the sharing
+ * providers anchor is read with the batches (generalSource), not here.
  */
 export async function loadMembers(reads: TreeReads, query: CandidatesQuery, names: IdsByName): Promise<Members> {
   const { traits: traitsOf, aggregates: aggsOf } = await reads.memberships([...names.traits.values()], [...names.aggregates.values()]);
   const sharingTrait = names.traits.get(SHARING_TRAIT);
   const sharing = sharingTrait === undefined ? [] : [...traitsOf].filter(([, ts]) => ts.has(sharingTrait)).map(([rp]) => rp);
   const sharingSet = new Set(sharing);
-  const found = await reads.sharingAnchors(sharing);
-  const anchorsOf = new Map(sharing.map((rp) => [rp, found.get(rp) ?? []]));
   const wanted = resourcelessProviders(query, names, { traitsOf, aggsOf });
   const roots = await reads.rootsOf(unique([...wanted.values()].flat()).sort((a, b) => a - b));
   const resourceless = new Map(
     [...wanted].map(([g, ids]) => [g, ids.flatMap((rp): Array<[number, number]> => (roots.has(rp) ? [[rp, roots.get(rp)!]] : []))]),
   );
-  return { traitsOf, aggsOf, sharing, isSharing: (rp) => sharingSet.has(rp), anchorsOf, resourceless };
+  return { traitsOf, aggsOf, sharing, isSharing: (rp) => sharingSet.has(rp), anchorsOf: new Map(), resourceless };
 }
 
 /**
@@ -67,6 +65,15 @@ export async function loadMembers(reads: TreeReads, query: CandidatesQuery, name
  * inventory twice. When a group with resources is pinned to a tree (in_tree),
  * only that tree and the trees its sharing providers anchor into can be
  * anchors, and only those are read.
+ *
+ * Where the sharing providers anchor (Members.anchorsOf, which the planner
+ * reads only for the batch's anchors): a batch of a request that stops at
+ * its limit reads the anchors into its own trees alone, so such a request
+ * costs the trees it reads, not the cloud (over 100,000 nested trees with
+ * 2,000 sharing providers, every anchor is 100,000 pairs, most of the
+ * answer's time with limit=1000); a request that reads every tree (no
+ * limit, randomize, breadth-first) or is pinned to trees reads every
+ * anchor once, which costs less than a read per batch.
  */
 export function generalSource(reads: TreeReads, query: CandidatesQuery, names: IdsByName, treeRoots: Map<string, number>, members: Members): AnchorSource {
   const rootOf = new IdMap<number>();
@@ -74,11 +81,19 @@ export function generalSource(reads: TreeReads, query: CandidatesQuery, names: I
   let sharingTrees: TreeData | undefined;
   const sharingRoots = new Set<number>();
   let pinned: number[] | undefined;
+  // Every sharing provider's anchors, once read (see above).
+  let allAnchors: Map<number, number[]> | undefined;
+  const everyAnchor = async () => (allAnchors ??= await reads.sharingAnchors(members.sharing));
+  const anchorsInto = async (roots: number[], everyTree: boolean): Promise<Map<number, number[]>> => {
+    if (members.sharing.length === 0) return new Map();
+    return everyTree || allAnchors !== undefined ? everyAnchor() : reads.sharingAnchors(members.sharing, roots);
+  };
 
-  const pinnedRoots = (): number[] | undefined => {
+  const pinnedRoots = async (): Promise<number[] | undefined> => {
     const roots = query.groups.flatMap((g) => (g.resources.size > 0 && treeRoots.has(g.suffix) ? [treeRoots.get(g.suffix)!] : []));
     if (roots.length === 0) return undefined;
-    const anchors = members.sharing.flatMap((rp) => members.anchorsOf.get(rp) ?? []);
+    const found = members.sharing.length > 0 ? await everyAnchor() : new Map<number, number[]>();
+    const anchors = members.sharing.flatMap((rp) => found.get(rp) ?? []);
     return unique([...roots, ...anchors]).sort((a, b) => a - b);
   };
 
@@ -91,7 +106,7 @@ export function generalSource(reads: TreeReads, query: CandidatesQuery, names: I
         sharingTrees = found ?? { providers: [], inventories: [], traits: new Map(), classNames: new Map() };
         for (const p of sharingTrees.providers) if (ids.has(p.id)) sharingRoots.add(p.rootId);
       }
-      pinned ??= pinnedRoots() ?? [];
+      pinned ??= (await pinnedRoots()) ?? [];
       const { roots, data: batch } = await reads.batch(afterId, count, everyBatch === true, pinned.length > 0 ? pinned : undefined, sharingRoots);
       const after = roots.length > 0 ? roots[roots.length - 1] : afterId;
       const done = count === undefined || roots.length < count;
@@ -109,7 +124,8 @@ export function generalSource(reads: TreeReads, query: CandidatesQuery, names: I
         anchors: inBatch,
       };
       const data = firstBatch ? merge(sharingTrees!, batch) : batch;
-      const planned = planBatch(query, names, treeRoots, members, scope);
+      const anchorsOf = await anchorsInto(roots, count === undefined || everyBatch === true);
+      const planned = planBatch(query, names, treeRoots, { ...members, anchorsOf }, scope);
       if (planned === EMPTY) return { anchors: [], data, after, done, scanned, optionsAt: noOptions };
       const { plans } = planned;
       // A sharing provider's own tree may lie outside the batch: it is combined when its batch comes.
