@@ -92,21 +92,28 @@ describe("batches of trees", () => {
     expect(picked).toEqual(withRoom.map((c) => c.uuid));
     expect(new Set(res.body.allocation_requests.map((a: any) => a.mappings[""][0])).size).toBe(withRoom.length);
   });
+});
+
+describe("batches of trees under a limit, in a database of their own", () => {
+  // Its own data: the trees of the tests above, before these in id order, would make the first batches large.
+  let own: { t: Harness; d: Data };
+  beforeAll(async () => void (own = await startData()));
+  afterAll(async () => own.t.close());
 
   it("under a limit, reads each batch's anchors of sharing providers made before and after its trees, and of one into another's tree", async () => {
     const [VF, DISK] = [custom("VF"), custom("DISK")];
     const [agg, other] = [randomUUID(), randomUUID()];
     // A sharing provider whose own tree is an anchor (its child has VF) and into which the one made last also anchors.
-    const first = await d.provider({ inventory: { [DISK]: 1000 }, traits: ["MISC_SHARES_VIA_AGGREGATE"], aggregates: [agg] });
-    const firstChild = await d.provider({ parent: first, inventory: { [VF]: 1 } });
+    const first = await own.d.provider({ inventory: { [DISK]: 1000 }, traits: ["MISC_SHARES_VIA_AGGREGATE"], aggregates: [agg] });
+    const firstChild = await own.d.provider({ parent: first, inventory: { [VF]: 1 } });
     for (let i = 0; i < 150; i++) {
       // Every third tree in another aggregate, which only the sharing provider made last is in.
-      const root = await d.provider({ aggregates: [i % 3 === 0 ? other : agg] });
-      await d.provider({ parent: root, inventory: { [VF]: 1 } });
+      const root = await own.d.provider({ aggregates: [i % 3 === 0 ? other : agg] });
+      await own.d.provider({ parent: root, inventory: { [VF]: 1 } });
     }
-    const last = await d.provider({ inventory: { [DISK]: 1000 }, traits: ["MISC_SHARES_VIA_AGGREGATE"], aggregates: [agg, other] });
+    const last = await own.d.provider({ inventory: { [DISK]: 1000 }, traits: ["MISC_SHARES_VIA_AGGREGATE"], aggregates: [agg, other] });
 
-    const get = everyPath(t, TREE_CLOUD_PATHS);
+    const get = everyPath(own.t, TREE_CLOUD_PATHS);
     const all = await get(`resources=${VF}:1,${DISK}:10`);
     expect(all.status).toBe(200);
     // The first sharing provider's tree: its own DISK or the last one's; 100 trees in `agg`: either; 50 in `other`: the last's.
