@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- candidates [--sizes 1000,10000 | none] [--reference-sizes 1000] [--iterations 20] [--warm-up-seconds 3] [--no-reference] [--allocations K] [--usages N | --no-usages] [--shapes TEXT,...] [--server-heap-mb N] [--against DIR]`
+ * `npm run bench -- candidates [--sizes 1000,10000 | none] [--reference-sizes 1000] [--iterations 20] [--warm-up-seconds 3] [--no-reference] [--allocations K] [--usages N | --no-usages] [--shapes TEXT,...] [--server-heap-mb N] [--keep-data] [--against DIR]`
  *
  * GET /allocation_candidates latency, side by side with the reference
  * Placement (Debian's python3-placement through ../shared/conformance/reference-server),
@@ -17,16 +17,22 @@
  *           project (what Nova counts quota from on every boot with unified limits).
  * Requests are sequential (one client), in alternating blocks per server (see measure), after warm-up; it prints p50/p95/p99,
  * the response size and the number of candidates, and our server's peak RSS
- * (VmHWM). A server that refuses a query or dies answering it gets a row
- * saying so instead of figures, ours is started again for the next query,
- * and the table still comes out, with the number of processes that died.
- * --server-heap-mb replaces `npm start`'s heap limit for our server (to see
- * what a smaller worker holds). --against DIR also starts the build in DIR
- * (another checkout of this project with its dist/ built, say a worktree at an
- * older commit; its migrations must be ours or older) on the same databases as
- * ours, measures it in the same alternating blocks, and adds the column
- * "ours / against p50" (above 1: ours is slower).
- * Not a test: it prints figures and asserts nothing.
+ * (VmHWM) and its start-up time: our server is started afresh on the
+ * built data for each query, and timed from spawning it to its first 200
+ * answer of that query (the cloud view's copy, when the cloud is small
+ * enough to copy, is read for that answer). A server that refuses a query
+ * or dies answering it gets a row saying so instead of figures, ours is
+ * started again for the next query, and the table still comes out, with the
+ * number of processes that died. --server-heap-mb replaces `npm start`'s
+ * heap limit for our server (to see what a smaller worker holds).
+ * --keep-data keeps our data sets (databases bench_candidates_ours_*) for
+ * the next run, which reuses them instead of building them again.
+ * --against DIR also starts the build in DIR (another checkout of this
+ * project with its dist/ built, say a worktree at an older commit; its
+ * migrations must be ours or older) on the same databases as ours, measures
+ * it in the same alternating blocks, and adds the column "ours / against
+ * p50" (above 1: ours is slower). Not a test: it prints figures and asserts
+ * nothing.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -34,6 +40,7 @@ import http from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { runMigrations } from "../src/db/migrate.js";
 import { freePort } from "../src/net.js";
 
 const ADMIN_URL = process.env.BENCH_ADMIN_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
@@ -56,6 +63,8 @@ interface Options {
   serverHeapMb?: number;
   /** Another checkout whose built server is measured beside ours (--against). */
   against?: string;
+  /** Keep our data sets between runs (builtDb): not dropped at the end, and reused when already built. */
+  keepData?: boolean;
 }
 
 function parseArgs(args: string[]): Options {
@@ -73,6 +82,7 @@ function parseArgs(args: string[]): Options {
     else if (args[i] === "--shapes") opts.shapes = next().split(",").filter(Boolean);
     else if (args[i] === "--server-heap-mb") opts.serverHeapMb = Number(next());
     else if (args[i] === "--against") opts.against = path.resolve(next());
+    else if (args[i] === "--keep-data") opts.keepData = true;
   }
   if (opts.against !== undefined && !existsSync(path.join(opts.against, "dist/src/cli.js"))) {
     throw new Error(`--against ${opts.against}: no dist/src/cli.js there (run npm run build in it)`);
@@ -149,12 +159,23 @@ async function loadUsages(url: string, server: "ours" | "reference", consumers: 
   }
 }
 
-/** Builds one data set in a database that already has the server's schema and standard classes/traits. */
-export async function load(url: string, variant: "flat" | "nested", n: number, server: "ours" | "reference", allocations = 0): Promise<void> {
+/**
+ * Builds one data set in a database that already has the server's schema and
+ * standard classes/traits. `noChangeFeed` (ours only, when no server of ours
+ * runs on the database yet): our change feed's triggers are off while it
+ * builds. With them on, every statement's commit sequences each provider it
+ * touched and records its whole state (provider_changes_sequence), which
+ * was most of the build's time at 100,000 nodes; a server started after the
+ * build reads the cloud whole anyway, and one already running would follow
+ * the feed, so only the bench's own build, before its server starts, skips it.
+ */
+export async function load(url: string, variant: "flat" | "nested", n: number, server: "ours" | "reference", allocations = 0, noChangeFeed = false): Promise<void> {
   const aggTable = server === "ours" ? "aggregates" : "placement_aggregates";
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   const q = (text: string) => c.query(text);
+  const feed = noChangeFeed ? await changeFeedTriggers(c) : [];
+  for (const t of feed) await q(`ALTER TABLE ${t.table} DISABLE TRIGGER ${t.name}`);
   const inv = (where: string, rc: string, total: number, ratio: number, maxUnit = total) =>
     q(`INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio)
        SELECT rp.id, rc.id, ${total}, 0, 1, ${maxUnit}, 1, ${ratio} FROM resource_providers rp, resource_classes rc
@@ -203,12 +224,22 @@ export async function load(url: string, variant: "flat" | "nested", n: number, s
                       CASE WHEN rp.name LIKE 'ss%' THEN substring(rp.name, 3)::int ELSE substring(rp.name, 3)::int / 50 END::text, 12, '0')
                WHERE rp.name LIKE 'cn%' OR rp.name LIKE 'ss%'`);
     }
+    for (const t of feed) await q(`ALTER TABLE ${t.table} ENABLE TRIGGER ${t.name}`);
     // Vacuumed as well as analyzed: autovacuum would otherwise visit the freshly loaded tables during
     // the first shape's measurement, on whichever server's database it picked.
     await q("VACUUM ANALYZE");
   } finally {
     await c.end();
   }
+}
+
+/** The statement triggers that feed our change feed (migration 0010: `<table>_changes_<op>`). */
+async function changeFeedTriggers(c: pg.Client): Promise<Array<{ table: string; name: string }>> {
+  const { rows } = await c.query<{ table: string; name: string }>(
+    `SELECT tgrelid::regclass::text AS table, tgname AS name FROM pg_trigger
+     WHERE NOT tgisinternal AND tgfoid = ANY(ARRAY['provider_changes_from_rows'::regproc, 'provider_changes_from_providers'::regproc])`,
+  );
+  return rows;
 }
 
 /**
@@ -427,10 +458,12 @@ interface Row {
   p99: number;
   kb: number;
   candidates: number;
-  /** Our server's peak resident memory so far (it serves one data set, shapes in table order). */
+  /** Peak resident memory of our server process that answered the query (started for it). */
   rss?: number;
   /** Why this server has no figures for this query (it refused it, or died answering it). */
   failure?: string;
+  /** Seconds from spawning our server on the built data to its first 200 answer of the query (startTimed). */
+  startup?: number;
 }
 
 /** Requests per block, and how many at the start of each block are not timed. */
@@ -571,16 +604,13 @@ export default async function (args: string[]): Promise<void> {
       const withReference = opts.referenceSizes.includes(size);
       const ourDb = `bench_candidates_ours_${variant}_${size}`;
       const refDb = `bench_candidates_ref_${variant}_${size}`;
-      const fleet: Fleet = { ours: await startOurs(await createDb(ourDb), await freePort(), {}, opts.serverHeapMb), ourUrl: dbUrl(ourDb), heapMb: opts.serverHeapMb, deaths: 0 };
-      const built = performance.now();
-      await load(dbUrl(ourDb), variant, size, "ours", opts.allocations);
-      process.stderr.write(`${size} ${variant}: data set built in ${((performance.now() - built) / 1000).toFixed(0)} s\n`);
-      fleet.against = await startAgainst(opts, fleet.ourUrl);
+      // Ours is built before its server starts (so without the change feed, see load), and kept with --keep-data.
+      const ourUrl = await builtDb(ourDb, variant, size, opts);
+      // The --against build runs on ours's data for every query of the variant (it is not timed from its start).
+      const against = await startAgainst(opts, ourUrl);
       const ref = withReference ? await startReference(await createDb(refDb), await freePort()) : undefined;
-      if (ref) {
-        fleet.ref = ref;
-        await load(dbUrl(refDb), variant, size, "reference", opts.allocations);
-      }
+      if (ref) await load(dbUrl(refDb), variant, size, "reference", opts.allocations);
+      let fleet: Fleet | undefined;
       try {
         for (const shape of SHAPES.filter((s) => s.variant === variant && selected(opts, s))) {
           // Unlimited queries over 10,000 trees take long (and the reference takes seconds): fewer rounds.
@@ -588,17 +618,24 @@ export default async function (args: string[]): Promise<void> {
           const iterations = slow ? Math.max(5, Math.floor(opts.iterations / 2)) : opts.iterations;
           // The reference at 10,000 nodes takes seconds per answer: a few warm-ups, not twenty.
           const warmUps = withReference && size > 1000 ? 3 : 20;
-          for (const r of await measureSurviving(fleet, shape, iterations, warmUps, opts.warmUpSeconds)) rows.push({ size, shape: shape.name, ...r });
+          // A server of ours started afresh for each query: the time to its first answer, and its peak RSS, are this query's.
+          const started = await startTimed(ourUrl, shape, opts.serverHeapMb, fleet?.ours);
+          fleet ??= { ours: started.server, ourUrl, heapMb: opts.serverHeapMb, ref, against, deaths: 0 };
+          fleet.ours = started.server;
+          const startup = started.seconds;
+          for (const r of await measureSurviving(fleet, shape, iterations, warmUps, opts.warmUpSeconds)) {
+            rows.push({ size, shape: shape.name, ...r, startup: r.server === "ours" ? startup : undefined });
+          }
           peak = Math.max(peak, peakRssMb(fleet.ours.proc.pid));
           process.stderr.write(`${size} ${variant} ${shape.name}: done\n`);
         }
       } finally {
         // Also after a failure: no server outlives the bench.
-        deaths += fleet.deaths;
-        await fleet.ours.stop();
-        await fleet.against?.stop();
-        await ref?.stop();
-        await dropDb(ourDb);
+        deaths += fleet?.deaths ?? 0;
+        await fleet?.ours.stop();
+        await (fleet ? fleet.against : against)?.stop();
+        await (fleet?.ref ?? ref)?.stop();
+        if (!opts.keepData) await dropDb(ourDb);
         if (withReference) await dropDb(refDb);
       }
     }
@@ -630,6 +667,48 @@ export default async function (args: string[]): Promise<void> {
   print(rows, peak, deaths, opts.against !== undefined);
 }
 
+/**
+ * The database `name` holding the data set, built now unless --keep-data
+ * finds it built by an earlier run (the database's comment says which data
+ * set it holds, written once the build is whole): the schema is migrated,
+ * then the data loaded before any server of ours runs on it.
+ */
+async function builtDb(name: string, variant: "flat" | "nested", size: number, opts: Options): Promise<string> {
+  const mark = `bench data set: ${variant} ${size} allocations ${opts.allocations}`;
+  if (opts.keepData) {
+    const found = await admin((c) => c.query<{ mark: string | null }>(`SELECT shobj_description(oid, 'pg_database') AS mark FROM pg_database WHERE datname = $1`, [name]));
+    if (found.rows[0]?.mark === mark) {
+      process.stderr.write(`${size} ${variant}: data set kept from an earlier run (${name})\n`);
+      return dbUrl(name);
+    }
+  }
+  const url = await createDb(name);
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  try {
+    await runMigrations(pool);
+  } finally {
+    await pool.end();
+  }
+  const t0 = performance.now();
+  await load(url, variant, size, "ours", opts.allocations, true);
+  process.stderr.write(`${size} ${variant}: data set built in ${((performance.now() - t0) / 1000).toFixed(0)} s\n`);
+  await admin((c) => c.query(`COMMENT ON DATABASE ${name} IS '${mark}'`));
+  return url;
+}
+
+/**
+ * Our server started on `url` (after stopping `previous`), and the seconds
+ * from spawning it to its first 200 answer of `shape` (undefined when it
+ * answers otherwise: measure then reports the failure).
+ */
+async function startTimed(url: string, shape: Shape, heapMb: number | undefined, previous?: Server): Promise<{ server: Server; seconds?: number }> {
+  await previous?.stop();
+  const t0 = performance.now();
+  const server = await startOurs(url, await freePort(), {}, heapMb);
+  const first = await get(server.port, shape.path ?? `/allocation_candidates?${shape.query}`, shape.microversion).catch(() => undefined);
+  return { server, seconds: first?.status === 200 ? (performance.now() - t0) / 1000 : undefined };
+}
+
 function dbUrl(db: string): string {
   const u = new URL(ADMIN_URL);
   u.pathname = `/${db}`;
@@ -639,13 +718,13 @@ function dbUrl(db: string): string {
 function print(rows: Row[], peak: number, deaths: number, against: boolean): void {
   const f = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(1));
   const lines = [
-    `| nodes | query | server | p50 ms | p95 ms | p99 ms | candidates | response KB | reference p50 / ours p50 |${against ? " ours / against p50 |" : ""} our peak RSS so far MB |`,
-    `|---|---|---|---|---|---|---|---|---|${against ? "---|" : ""}---|`,
+    `| nodes | query | server | p50 ms | p95 ms | p99 ms | candidates | response KB | reference p50 / ours p50 |${against ? " ours / against p50 |" : ""} our peak RSS MB | our start-up to first answer s |`,
+    `|---|---|---|---|---|---|---|---|---|${against ? "---|" : ""}---|---|`,
   ];
   const measured = (r: Row, server: string) => rows.find((x) => x.size === r.size && x.shape === r.shape && x.server === server && x.failure === undefined);
   for (const r of rows) {
     if (r.failure !== undefined) {
-      lines.push(`| ${r.size} | ${r.shape} | ${r.server} | failed: ${r.failure} | | | | | |${against ? " |" : ""} |`);
+      lines.push(`| ${r.size} | ${r.shape} | ${r.server} | failed: ${r.failure} | | | | | |${against ? " |" : ""} | |`);
       continue;
     }
     const ref = measured(r, "reference");
@@ -653,7 +732,8 @@ function print(rows: Row[], peak: number, deaths: number, against: boolean): voi
     const base = measured(r, "against");
     const versus = against ? ` ${r.server === "ours" && base ? (r.p50 / base.p50).toFixed(2) : ""} |` : "";
     const rss = r.rss === undefined ? "" : r.rss.toFixed(0);
-    lines.push(`| ${r.size} | ${r.shape} | ${r.server} | ${f(r.p50)} | ${f(r.p95)} | ${f(r.p99)} | ${r.candidates} | ${f(r.kb)} | ${ratio} |${versus} ${rss} |`);
+    const startup = r.startup === undefined ? "" : r.startup.toFixed(1);
+    lines.push(`| ${r.size} | ${r.shape} | ${r.server} | ${f(r.p50)} | ${f(r.p95)} | ${f(r.p99)} | ${r.candidates} | ${f(r.kb)} | ${ratio} |${versus} ${rss} | ${startup} |`);
   }
   lines.push("", `our server's peak RSS (VmHWM, one process): ${peak.toFixed(0)} MB`, `server processes that died: ${deaths}`);
   process.stdout.write(`${lines.join("\n")}\n`);

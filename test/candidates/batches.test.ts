@@ -6,12 +6,13 @@
  * Without a limit the batches are fixed in size, and a sharing provider that
  * is a root of a later batch is read once, with the first batch, not again with its own;
  * their trees are read ahead, several batches asked for at once and sent one
- * after another.
+ * after another. Under a limit each batch reads where the sharing providers
+ * anchor into its own trees only, and answers as the reads of every anchor do.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Harness } from "../support/harness.js";
-import { custom, startData, type Data, type Provider } from "./data.js";
+import { custom, everyPath, startData, TREE_CLOUD_PATHS, type Data, type Provider } from "./data.js";
 
 let t: Harness;
 let d: Data;
@@ -90,5 +91,38 @@ describe("batches of trees", () => {
     const picked = res.body.allocation_requests.map((a: any) => a.mappings["1"][0]);
     expect(picked).toEqual(withRoom.map((c) => c.uuid));
     expect(new Set(res.body.allocation_requests.map((a: any) => a.mappings[""][0])).size).toBe(withRoom.length);
+  });
+});
+
+describe("batches of trees under a limit, in a database of their own", () => {
+  // Its own data: the trees of the tests above, before these in id order, would make the first batches large.
+  let own: { t: Harness; d: Data };
+  beforeAll(async () => void (own = await startData()));
+  afterAll(async () => own.t.close());
+
+  it("under a limit, reads each batch's anchors of sharing providers made before and after its trees, and of one into another's tree", async () => {
+    const [VF, DISK] = [custom("VF"), custom("DISK")];
+    const [agg, other] = [randomUUID(), randomUUID()];
+    // A sharing provider whose own tree is an anchor (its child has VF) and into which the one made last also anchors.
+    const first = await own.d.provider({ inventory: { [DISK]: 1000 }, traits: ["MISC_SHARES_VIA_AGGREGATE"], aggregates: [agg] });
+    const firstChild = await own.d.provider({ parent: first, inventory: { [VF]: 1 } });
+    for (let i = 0; i < 150; i++) {
+      // Every third tree in another aggregate, which only the sharing provider made last is in.
+      const root = await own.d.provider({ aggregates: [i % 3 === 0 ? other : agg] });
+      await own.d.provider({ parent: root, inventory: { [VF]: 1 } });
+    }
+    const last = await own.d.provider({ inventory: { [DISK]: 1000 }, traits: ["MISC_SHARES_VIA_AGGREGATE"], aggregates: [agg, other] });
+
+    const get = everyPath(own.t, TREE_CLOUD_PATHS);
+    const all = await get(`resources=${VF}:1,${DISK}:10`);
+    expect(all.status).toBe(200);
+    // The first sharing provider's tree: its own DISK or the last one's; 100 trees in `agg`: either; 50 in `other`: the last's.
+    expect(all.body.allocation_requests).toHaveLength(2 + 100 * 2 + 50);
+    const inFirst = all.body.allocation_requests.filter((a: any) => a.allocations[firstChild.uuid]);
+    expect(inFirst.map((a: any) => Object.keys(a.allocations).find((p) => p !== firstChild.uuid))).toEqual([first.uuid, last.uuid]);
+    for (const limit of [1, 2, 40, 101, 251, 252, 300]) {
+      const some = await get(`resources=${VF}:1,${DISK}:10&limit=${limit}`);
+      expect(some.body.allocation_requests, `limit=${limit}`).toEqual(all.body.allocation_requests.slice(0, limit));
+    }
   });
 });

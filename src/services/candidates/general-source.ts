@@ -38,78 +38,116 @@ export async function generalCandidates(reads: TreeReads, query: CandidatesQuery
 }
 
 /**
- * What every batch of `query` shares, in at most three reads: the
- * memberships of the named traits and aggregates, the anchors of every
- * sharing provider, and the roots of the providers meeting a resourceless
- * group's filters.
+ * What every batch of `query` shares, in at most two reads: the
+ * memberships of the named traits and aggregates, and the roots of the
+ * providers meeting a resourceless group's filters. Where the sharing
+ * providers anchor is read with the batches (generalSource), not here.
  */
 export async function loadMembers(reads: TreeReads, query: CandidatesQuery, names: IdsByName): Promise<Members> {
   const { traits: traitsOf, aggregates: aggsOf } = await reads.memberships([...names.traits.values()], [...names.aggregates.values()]);
   const sharingTrait = names.traits.get(SHARING_TRAIT);
   const sharing = sharingTrait === undefined ? [] : [...traitsOf].filter(([, ts]) => ts.has(sharingTrait)).map(([rp]) => rp);
   const sharingSet = new Set(sharing);
-  const found = await reads.sharingAnchors(sharing);
-  const anchorsOf = new Map(sharing.map((rp) => [rp, found.get(rp) ?? []]));
   const wanted = resourcelessProviders(query, names, { traitsOf, aggsOf });
   const roots = await reads.rootsOf(unique([...wanted.values()].flat()).sort((a, b) => a - b));
   const resourceless = new Map(
     [...wanted].map(([g, ids]) => [g, ids.flatMap((rp): Array<[number, number]> => (roots.has(rp) ? [[rp, roots.get(rp)!]] : []))]),
   );
-  return { traitsOf, aggsOf, sharing, isSharing: (rp) => sharingSet.has(rp), anchorsOf, resourceless };
+  return { traitsOf, aggsOf, sharing, isSharing: (rp) => sharingSet.has(rp), anchorsOf: new Map(), resourceless };
 }
 
 /**
  * The general planner over batches of root providers in id order (all of them
- * when no count is given). Each batch loads its trees whole (plus, with the
- * first batch, the trees of the sharing providers, which any anchor may use)
+ * when no count is given). Each batch loads its trees whole (plus the trees
+ * of the sharing providers that anchor into them, sharingTreesFor)
  * and checks capacity on what it loaded, so a limited request over 10,000
  * nested trees reads the few hundred trees it needs, and no request reads an
  * inventory twice. When a group with resources is pinned to a tree (in_tree),
  * only that tree and the trees its sharing providers anchor into can be
  * anchors, and only those are read.
+ *
+ * Where the sharing providers anchor (Members.anchorsOf, which the planner
+ * reads only for the batch's anchors): a batch of a request that stops at
+ * its limit reads the anchors into its own trees alone, so such a request
+ * costs the trees it reads, not the cloud (over 100,000 nested trees with
+ * 2,000 sharing providers, every anchor is 100,000 pairs, most of the
+ * answer's time with limit=1000); a request that reads every tree (no
+ * limit, randomize, breadth-first) or is pinned to trees reads every
+ * anchor once, which costs less than a read per batch.
  */
 export function generalSource(reads: TreeReads, query: CandidatesQuery, names: IdsByName, treeRoots: Map<string, number>, members: Members): AnchorSource {
   const rootOf = new IdMap<number>();
-  // The sharing providers' own trees, loaded with the first batch; their inventories join every batch's.
-  let sharingTrees: TreeData | undefined;
+  // The trees of the sharing providers read so far (see sharingTreesFor), and their roots: their
+  // inventories join every later batch's, and a batch does not read them again.
+  const sharingTrees: TreeData = { providers: [], inventories: [], traits: new Map(), classNames: new Map() };
   const sharingRoots = new Set<number>();
   let pinned: number[] | undefined;
+  // Every sharing provider's anchors, once read (see above).
+  let allAnchors: Map<number, number[]> | undefined;
+  const everyAnchor = async () => (allAnchors ??= await reads.sharingAnchors(members.sharing));
+  const anchorsInto = async (roots: number[], everyTree: boolean): Promise<Map<number, number[]>> => {
+    if (members.sharing.length === 0) return new Map();
+    return everyTree || allAnchors !== undefined ? everyAnchor() : reads.sharingAnchors(members.sharing, roots);
+  };
+  const keepSharing = (data: TreeData, roots: ReadonlySet<number>) => {
+    for (const r of roots) sharingRoots.add(r);
+    for (const p of data.providers) if (roots.has(p.rootId)) sharingTrees.providers.push(p);
+    for (const inv of data.inventories) if (roots.has(rootOf.get(inv.providerId)!)) sharingTrees.inventories.push(inv);
+    for (const [rp, list] of data.traits) if (roots.has(rootOf.get(rp)!)) sharingTrees.traits.set(rp, list);
+  };
+  /**
+   * The trees of the sharing providers `ids` not read yet, kept (keepSharing).
+   * A request that reads every tree reads every sharing tree with its first
+   * batch; one that stops at its limit, those of the sharing providers that
+   * anchor into each batch's trees, as the batch comes (a few, where a
+   * cloud of 100,000 nested trees has 2,000).
+   */
+  const sharingTreesFor = async (ids: number[]): Promise<TreeData | undefined> => {
+    const missing = ids.filter((rp) => rootOf.get(rp) === undefined);
+    if (missing.length === 0) return undefined;
+    const found = await reads.trees(unique([...(await reads.rootsOf(missing)).values()]).filter((r) => !sharingRoots.has(r)));
+    for (const p of found.providers) rootOf.set(p.id, p.rootId);
+    keepSharing(found, new Set(found.providers.map((p) => p.rootId)));
+    return found;
+  };
 
-  const pinnedRoots = (): number[] | undefined => {
+  const pinnedRoots = async (): Promise<number[] | undefined> => {
     const roots = query.groups.flatMap((g) => (g.resources.size > 0 && treeRoots.has(g.suffix) ? [treeRoots.get(g.suffix)!] : []));
     if (roots.length === 0) return undefined;
-    const anchors = members.sharing.flatMap((rp) => members.anchorsOf.get(rp) ?? []);
+    const found = members.sharing.length > 0 ? await everyAnchor() : new Map<number, number[]>();
+    const anchors = members.sharing.flatMap((rp) => found.get(rp) ?? []);
     return unique([...roots, ...anchors]).sort((a, b) => a - b);
   };
 
+  let batches = 0;
   return {
     next: async (afterId, count, everyBatch) => {
-      const firstBatch = sharingTrees === undefined;
-      if (firstBatch) {
-        const ids = new Set(members.sharing);
-        const found = members.sharing.length > 0 ? await reads.trees([...(await reads.rootsOf(members.sharing)).values()]) : undefined;
-        sharingTrees = found ?? { providers: [], inventories: [], traits: new Map(), classNames: new Map() };
-        for (const p of sharingTrees.providers) if (ids.has(p.id)) sharingRoots.add(p.rootId);
-      }
-      pinned ??= pinnedRoots() ?? [];
+      const everyTree = count === undefined || everyBatch === true;
+      const first = everyTree && batches++ === 0 ? await sharingTreesFor(members.sharing) : undefined;
+      pinned ??= (await pinnedRoots()) ?? [];
       const { roots, data: batch } = await reads.batch(afterId, count, everyBatch === true, pinned.length > 0 ? pinned : undefined, sharingRoots);
       const after = roots.length > 0 ? roots[roots.length - 1] : afterId;
       const done = count === undefined || roots.length < count;
       const scanned = roots.length;
-      if (roots.length === 0) return { anchors: [], after, done, scanned, optionsAt: noOptions };
+      if (roots.length === 0) return { anchors: [], data: first, after, done, scanned, optionsAt: noOptions };
       for (const p of batch.providers) rootOf.set(p.id, p.rootId);
-      for (const p of sharingTrees!.providers) rootOf.set(p.id, p.rootId);
+      const anchorsOf = await anchorsInto(roots, everyTree);
       const inBatch = new Set(roots);
+      const more = everyTree ? undefined : await sharingTreesFor([...anchorsOf.keys()]);
+      const fresh = first ?? more;
       const scope: Scope = {
         inventories: [
           ...batch.inventories,
-          ...sharingTrees!.inventories.filter((inv) => members.isSharing(inv.providerId) || inBatch.has(rootOf.get(inv.providerId)!)),
+          ...sharingTrees.inventories.filter((inv) => members.isSharing(inv.providerId) || inBatch.has(rootOf.get(inv.providerId)!)),
         ],
         rootOf,
         anchors: inBatch,
       };
-      const data = firstBatch ? merge(sharingTrees!, batch) : batch;
-      const planned = planBatch(query, names, treeRoots, members, scope);
+      // The sharing trees this batch read as its own trees serve the batches after it.
+      const ownSharing = new Set(batch.providers.filter((p) => members.isSharing(p.id)).map((p) => p.rootId));
+      if (ownSharing.size > 0) keepSharing(batch, ownSharing);
+      const data = fresh ? merge(fresh, batch) : batch;
+      const planned = planBatch(query, names, treeRoots, { ...members, anchorsOf }, scope);
       if (planned === EMPTY) return { anchors: [], data, after, done, scanned, optionsAt: noOptions };
       const { plans } = planned;
       // A sharing provider's own tree may lie outside the batch: it is combined when its batch comes.

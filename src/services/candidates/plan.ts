@@ -98,7 +98,11 @@ export interface Members {
   aggsOf: Map<number, Set<number>>;
   sharing: number[];
   isSharing: (providerId: number) => boolean;
-  /** Sharing provider id to the roots it anchors into (every sharing provider). */
+  /**
+   * Sharing provider id to the roots it anchors into: at least those among
+   * the batch's anchors (general-source.ts reads a batch's own), the only
+   * ones planned for.
+   */
   anchorsOf: Map<number, number[]>;
   /** Per resourceless group, the [provider, root] pairs (in provider id order) meeting its filters. */
   resourceless: Map<RequestGroup, Array<[number, number]>>;

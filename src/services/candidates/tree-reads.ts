@@ -11,7 +11,7 @@
  * one before.
  */
 import type { Queryable } from "../../db/database.js";
-import { memberships, rootsOf, sharingAnchors } from "./sql/memberships.js";
+import { memberships, rootsOf, sharingAnchors, sharingAnchorsAmong } from "./sql/memberships.js";
 import { loadTreeRangeTexts, loadTrees, loadTreesAfter, loadTreeTexts, readTrees, rootIdsAfter, type TreeData } from "./sql/tree-loads.js";
 
 /** A batch's roots and their trees. */
@@ -23,8 +23,12 @@ export interface Loaded {
 export interface TreeReads {
   /** Provider id to the subset of `traitIds` it has and to the subset of `aggregateIds` it is in. */
   memberships(traitIds: number[], aggregateIds: number[]): Promise<{ traits: Map<number, Set<number>>; aggregates: Map<number, Set<number>> }>;
-  /** Per sharing provider, the roots of the trees it anchors into (sql/memberships.ts sharingAnchors). */
-  sharingAnchors(sharingIds: number[]): Promise<Map<number, number[]>>;
+  /**
+   * Per sharing provider, the roots of the trees it anchors into
+   * (sql/memberships.ts sharingAnchors); with `amongRoots`, only those
+   * roots (sharingAnchorsAmong).
+   */
+  sharingAnchors(sharingIds: number[], amongRoots?: number[]): Promise<Map<number, number[]>>;
   /** Provider id to root id, in provider id order. */
   rootsOf(ids: number[]): Promise<Map<number, number>>;
   /** The trees under `rootIds`, whole. */
@@ -94,7 +98,7 @@ export function sqlTreeReads(tx: Queryable): TreeReads {
 
   return {
     memberships: (traitIds, aggregateIds) => memberships(tx, traitIds, aggregateIds),
-    sharingAnchors: (ids) => sharingAnchors(tx, ids),
+    sharingAnchors: (ids, among) => (among === undefined ? sharingAnchors(tx, ids) : sharingAnchorsAmong(tx, ids, among)),
     rootsOf: (ids) => rootsOf(tx, ids),
     trees: (roots) => loadTrees(tx, roots),
     batch: (afterId, count, everyBatch, among, except) =>

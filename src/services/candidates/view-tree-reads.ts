@@ -49,14 +49,15 @@ export function viewTreeReads(trees: ViewTrees, classNames: Map<number, string>,
       }
       return out;
     },
-    sharingAnchors: async (sharingIds) => {
+    sharingAnchors: async (sharingIds, amongRoots) => {
       const out = new Map<number, number[]>();
+      const among = amongRoots && new Set(amongRoots);
       for (const rp of sharingIds) {
         const aggregates = trees.provider(rp)?.aggregates;
         if (!aggregates || aggregates.size === 0) continue;
         const anchors = new Set<number>();
-        for (const a of aggregates) for (const root of trees.rootsIn(a)) anchors.add(root);
-        out.set(rp, [...anchors].sort((x, y) => x - y));
+        for (const a of aggregates) for (const root of trees.rootsIn(a)) if (!among || among.has(root)) anchors.add(root);
+        if (anchors.size > 0 || !among) out.set(rp, [...anchors].sort((x, y) => x - y));
       }
       return out;
     },

@@ -2,8 +2,9 @@
  * The engine's tree loads. Each of the engine's reads is one query over
  * whole sets of providers (never one query per provider), so a request
  * costs a handful of round trips whatever the number of providers:
- * lookupNames (names.ts), memberships (and sharingAnchors, rootsOf when
- * needed; memberships.ts), then per batch of trees one loadTreesAfter (its
+ * lookupNames (names.ts), memberships (and rootsOf when needed;
+ * memberships.ts), where sharing providers anchor (sharingAnchors once, or
+ * under a limit sharingAnchorsAmong per batch), then per batch of trees one loadTreesAfter (its
  * roots and their trees), whose inventories the engine checks for capacity
  * itself (the batch needs them all for summaries and combining anyway);
  * without a limit, every root at once (rootIdsAfter) and, per batch, its
