@@ -34,6 +34,24 @@
  * engine answers it from the database, and the count is looked
  * at again only at the next full read's time.
  * A statement that fails leaves the copy as it was.
+ *
+ * Concurrent requests share delta reads: a request that arrives while a
+ * delta read for the same names (the statement's parameters) is in flight
+ * does not start its own, nor is it served by that one, whose snapshot may
+ * predate a commit the request must see (its client's own write, say). It
+ * waits for the next delta read for those names, which starts when the one
+ * in flight ends and is shared by every request that arrived meanwhile: its
+ * statement starts after each of them arrived, so its snapshot sees every
+ * commit that any of them must see, which is the freshness promised above.
+ * The delta is applied once, by the shared read; each request then runs its
+ * `use` on the copy as one that read alone would (the copy may be fresher by
+ * then, never older). However many requests ask, a set of names has at most
+ * one delta read in flight and one waiting: requests that arrive together
+ * cost at most two statements, not one each. A shared read that finds
+ * the feed cannot say what changed, or the copy missing or due for a full
+ * read, sends each of its requests on to the full read as it would have gone
+ * alone; a shared statement that fails fails each request that waited for
+ * it. Full reads are not shared.
  */
 import { setImmediate as turn } from "node:timers/promises";
 import { poolOf, type Db } from "../../db/database.js";
@@ -227,9 +245,20 @@ class Copy {
   }
 }
 
+/** What a delta read gives each request that shared it: the copy it read for, and its rows unless a full read is needed. */
+type Delta = { base: Copy; rows: Rows } | { base: Copy | undefined; rows?: undefined };
+
+/** A delta read in flight for some names, and the next one, which requests arriving meanwhile wait for. */
+interface DeltaSlot {
+  running: Promise<Delta>;
+  next?: Promise<Delta>;
+}
+
 /** One per candidates service (so per app and database). */
 export class CloudView {
   private copy: Copy | undefined;
+  /** The delta reads in flight, and the one waiting to start after each, by names (see sharedDelta). */
+  private readonly deltas = new Map<string, DeltaSlot>();
   /** When a full read last found more providers than the bound (undefined: not since the last copy). */
   private tooLargeAt: number | undefined;
   private readonly fullReadEveryMs: number;
@@ -256,24 +285,17 @@ export class CloudView {
   async read<T>(wanted: ViewNames, use: (read: ViewRead) => T): Promise<T | undefined> {
     if (this.tooLargeAt !== undefined && Date.now() - this.tooLargeAt < this.fullReadEveryMs) return undefined;
     const traits = [...wanted.traits, SHARING_TRAIT];
-    const base = this.copy;
-    if (base && Date.now() - base.readAt < this.fullReadEveryMs) {
-      const sent = base.seq;
-      const rows = await this.run(DELTA, [traits, wanted.aggregates, sent]);
-      // The feed cannot say what changed after `sent` (see the header): read everything again.
-      const lost = rows.started !== base.started || rows.seq < sent || rows.prunedThrough > sent;
-      if (!lost) {
-        if (this.copy === base && rows.seq > base.seq) {
-          const sharingId = rows.names.traits.get(SHARING_TRAIT);
-          for (const id of rows.deleted) base.remove(id);
-          for (const row of rows.providers) base.put(providerOf(row, sharingId, base.get(row.id), base.sets));
-          base.seq = rows.seq;
-        }
-        if (base.size > this.bound(base.flat)) return this.tooLarge(base);
+    let base = this.copy;
+    if (base && this.current(base)) {
+      const delta = await this.sharedDelta(traits, wanted.aggregates);
+      base = delta.base;
+      if (delta.rows) {
+        const { base: read, rows } = delta;
+        if (read.size > this.bound(read.flat)) return this.tooLarge(read);
         // Another request may have replaced the copy meanwhile: it will do when it is at least as fresh.
         const copy = this.copy;
         if (copy && copy.started === rows.started && copy.seq >= rows.seq) return use(this.seen(rows, copy));
-      } else if (this.copy === base) this.copy = undefined;
+      }
     }
     const rows = await this.run(FULL, [traits, wanted.aggregates, this.maxProviders, this.maxTreeProviders]);
     if (rows.providerCount > this.bound(isFlat(rows.names))) return this.tooLarge(base);
@@ -285,6 +307,63 @@ export class CloudView {
     const kept = other && other !== base && other.started === copy.started && other.seq >= copy.seq ? other : copy;
     this.copy = kept;
     return use(this.seen(rows, kept));
+  }
+
+  /** Whether `copy` may be brought up to date from the feed (not yet due for a full read). */
+  private current(copy: Copy): boolean {
+    return Date.now() - copy.readAt < this.fullReadEveryMs;
+  }
+
+  /**
+   * The next delta read for these names that starts after this call: the
+   * one in flight's successor when one is in flight (shared with every
+   * request that asks meanwhile), else one started now (see the header).
+   */
+  private sharedDelta(traits: string[], aggregates: string[]): Promise<Delta> {
+    const key = JSON.stringify([traits, aggregates]);
+    const slot = this.deltas.get(key);
+    if (!slot) return this.startDelta(key, traits, aggregates);
+    const start = () => this.startDelta(key, traits, aggregates);
+    slot.next ??= slot.running.then(start, start);
+    return slot.next;
+  }
+
+  /** Starts a delta read as the one in flight for `key`; forgets the key when it ends with none waiting. */
+  private startDelta(key: string, traits: string[], aggregates: string[]): Promise<Delta> {
+    const running = this.readDelta(traits, aggregates);
+    const slot: DeltaSlot = { running };
+    this.deltas.set(key, slot);
+    // Runs before the waiters' start (registered after it), which then puts a slot of its own.
+    const end = () => {
+      if (this.deltas.get(key) === slot && slot.next === undefined) this.deltas.delete(key);
+    };
+    void running.then(end, end);
+    return running;
+  }
+
+  /**
+   * One delta read: the feed's changes after the copy's seq, applied to the
+   * copy (when it is still the copy and they are newer). No rows when the
+   * copy is gone or due for a full read by the time the read starts, or the
+   * feed cannot say what changed (the copy is then dropped).
+   */
+  private async readDelta(traits: string[], aggregates: string[]): Promise<Delta> {
+    const base = this.copy;
+    if (!base || !this.current(base)) return { base };
+    const sent = base.seq;
+    const rows = await this.run(DELTA, [traits, aggregates, sent]);
+    // The feed cannot say what changed after `sent` (see the header): read everything again.
+    if (rows.started !== base.started || rows.seq < sent || rows.prunedThrough > sent) {
+      if (this.copy === base) this.copy = undefined;
+      return { base };
+    }
+    if (this.copy === base && rows.seq > base.seq) {
+      const sharingId = rows.names.traits.get(SHARING_TRAIT);
+      for (const id of rows.deleted) base.remove(id);
+      for (const row of rows.providers) base.put(providerOf(row, sharingId, base.get(row.id), base.sets));
+      base.seq = rows.seq;
+    }
+    return { base, rows };
   }
 
   /**
