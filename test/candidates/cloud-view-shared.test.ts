@@ -30,9 +30,12 @@ afterAll(async () => {
   await t.close();
 });
 
-/** Counts the delta statements the pool's clients run and holds each one's answer until `hold` resolves. */
+/**
+ * Counts the delta and full statements the pool's clients run, and holds each
+ * delta's answer (each full one's too with `holdFull`) until `hold` resolves.
+ */
 function instrument(pool: pg.Pool) {
-  const state = { deltas: 0, hold: Promise.resolve(), answered: [] as (() => void)[] };
+  const state = { deltas: 0, fulls: 0, holdFull: false, hold: Promise.resolve(), answered: [] as (() => void)[] };
   const wrapped = new WeakSet<pg.PoolClient>();
   const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>;
   (pool as { connect: () => Promise<pg.PoolClient> }).connect = async () => {
@@ -42,8 +45,10 @@ function instrument(pool: pg.Pool) {
       const query = client.query.bind(client) as (config: unknown, values?: unknown) => Promise<unknown>;
       (client as { query: unknown }).query = async (config: unknown, values?: unknown) => {
         const text = typeof config === "string" ? config : (config as { text?: string }).text;
-        if (!text?.includes("named:ac_view_delta")) return query(config, values);
-        state.deltas++;
+        const full = text?.includes("named:ac_view_full") ?? false;
+        if (full) state.fulls++;
+        if (!text?.includes("named:ac_view_delta") && !(full && state.holdFull)) return query(config, values);
+        if (!full) state.deltas++;
         const result = await query(config, values);
         for (const answered of state.answered.splice(0)) answered();
         await state.hold;
@@ -130,5 +135,40 @@ it("sends each request that shared a delta read on to a full read when the feed 
     expect(await read()).toEqual([6, 3]);
   } finally {
     await t.sql(`UPDATE provider_changes_horizon SET retention = 100000, prune_every = 1000`);
+  }
+});
+
+it("runs one full read at a time: requests with no copy wait for the one in flight, then see what was committed before they arrived", async () => {
+  const CPU = custom("CPU");
+  const p = await d.provider({ inventory: { [CPU]: 4 } });
+  const view = new CloudView(database.db);
+  state.fulls = 0;
+  const capacity = (read: ViewRead) => read.byUuid.get(p.uuid)?.inventories[0].capacity;
+  const read = () => view.read({ traits: [], aggregates: [] }, capacity);
+
+  // Eight requests at once on an empty view: one full read among them.
+  expect(await Promise.all(Array.from({ length: 8 }, read))).toEqual(Array(8).fill(4));
+  expect(state.fulls).toBe(1);
+
+  // A full read whose answer came back but is held (the feed says nothing since, so a fresh view reads whole).
+  const fresh = new CloudView(database.db);
+  const readFresh = () => fresh.read({ traits: [], aggregates: [] }, capacity);
+  let release = () => {};
+  state.holdFull = true;
+  state.hold = new Promise<void>((resolve) => void (release = resolve));
+  try {
+    const answered = new Promise<void>((resolve) => state.answered.push(resolve));
+    const first = readFresh();
+    await answered;
+    await t.sql(`UPDATE inventories SET total = 9 WHERE resource_provider_id = $1`, [p.id]);
+    // Arrived after the commit, while that full read is in flight: they wait for it and must still see 9.
+    const later = [readFresh(), readFresh(), readFresh()];
+    release();
+    expect(await first).toBe(4);
+    expect(await Promise.all(later)).toEqual([9, 9, 9]);
+    expect(state.fulls).toBe(2);
+  } finally {
+    state.holdFull = false;
+    state.hold = Promise.resolve();
   }
 });

@@ -51,7 +51,19 @@
  * the feed cannot say what changed, or the copy missing or due for a full
  * read, sends each of its requests on to the full read as it would have gone
  * alone; a shared statement that fails fails each request that waited for
- * it. Full reads are not shared.
+ * it.
+ *
+ * One full read runs at a time: each holds a whole cloud's rows and builds a
+ * copy of it, and at 100,000 providers sixteen of them at once are more than
+ * a worker's heap. While one is in flight, the copy it replaces still counts
+ * as current (requests bring it up to date from the feed as before, so a
+ * periodic full read does not hold anyone up); a request with no copy to
+ * read waits for the full read in flight and then reads again, as it would
+ * on arrival, from the copy that read made (its delta read starts after the
+ * request arrived, so it is as fresh as the request needs). So does a
+ * request that finds the copy replaced by a current one while it read. It
+ * reads again at most twice, then reads whole on its own, so a run of
+ * failing full reads cannot hold it up for ever.
  */
 import { setImmediate as turn } from "node:timers/promises";
 import { poolOf, type Db } from "../../db/database.js";
@@ -261,6 +273,8 @@ export class CloudView {
   private readonly deltas = new Map<string, DeltaSlot>();
   /** When a full read last found more providers than the bound (undefined: not since the last copy). */
   private tooLargeAt: number | undefined;
+  /** The full read in flight (see the header); it resolves, never rejects, when that read ends. */
+  private fullRead: Promise<void> | undefined;
   private readonly fullReadEveryMs: number;
   private readonly maxProviders: number;
   private readonly maxTreeProviders: number;
@@ -282,7 +296,7 @@ export class CloudView {
    * before anything else can change the copy; what it returns is returned.
    * Undefined, without `use`, when the cloud is too large to copy.
    */
-  async read<T>(wanted: ViewNames, use: (read: ViewRead) => T): Promise<T | undefined> {
+  async read<T>(wanted: ViewNames, use: (read: ViewRead) => T, readsAgain = 2): Promise<T | undefined> {
     if (this.tooLargeAt !== undefined && Date.now() - this.tooLargeAt < this.fullReadEveryMs) return undefined;
     const traits = [...wanted.traits, SHARING_TRAIT];
     let base = this.copy;
@@ -297,21 +311,38 @@ export class CloudView {
         if (copy && copy.started === rows.started && copy.seq >= rows.seq) return use(this.seen(rows, copy));
       }
     }
-    const rows = await this.run(FULL, [traits, wanted.aggregates, this.maxProviders, this.maxTreeProviders]);
-    if (rows.providerCount > this.bound(isFlat(rows.names))) return this.tooLarge(base);
-    this.tooLargeAt = undefined;
-    const copy = await this.build(rows, base);
-    // A concurrent full read may have made a fresher copy meanwhile: keep that one. (One this request
-    // set out to replace goes, even if it is as fresh: it is due for a full read.)
-    const other = this.copy;
-    const kept = other && other !== base && other.started === copy.started && other.seq >= copy.seq ? other : copy;
-    this.copy = kept;
-    return use(this.seen(rows, kept));
+    // One full read at a time (see the header): wait for the one in flight, or read from a copy made meanwhile.
+    const replaced = this.copy !== undefined && this.copy !== base && this.current(this.copy);
+    if (readsAgain > 0 && (this.fullRead !== undefined || replaced)) {
+      await this.fullRead;
+      return this.read(wanted, use, readsAgain - 1);
+    }
+    let ended = () => {};
+    const reading = new Promise<void>((resolve) => void (ended = resolve));
+    this.fullRead = reading;
+    try {
+      const rows = await this.run(FULL, [traits, wanted.aggregates, this.maxProviders, this.maxTreeProviders]);
+      if (rows.providerCount > this.bound(isFlat(rows.names))) return this.tooLarge(base);
+      this.tooLargeAt = undefined;
+      const copy = await this.build(rows, base);
+      // A concurrent full read may have made a fresher copy meanwhile: keep that one. (One this request
+      // set out to replace goes, even if it is as fresh: it is due for a full read.)
+      const other = this.copy;
+      const kept = other && other !== base && other.started === copy.started && other.seq >= copy.seq ? other : copy;
+      this.copy = kept;
+      return use(this.seen(rows, kept));
+    } finally {
+      if (this.fullRead === reading) this.fullRead = undefined;
+      ended();
+    }
   }
 
-  /** Whether `copy` may be brought up to date from the feed (not yet due for a full read). */
+  /**
+   * Whether `copy` may be brought up to date from the feed: not yet due for
+   * a full read, or the copy a full read in flight is replacing (see the header).
+   */
   private current(copy: Copy): boolean {
-    return Date.now() - copy.readAt < this.fullReadEveryMs;
+    return Date.now() - copy.readAt < this.fullReadEveryMs || (this.fullRead !== undefined && copy === this.copy);
   }
 
   /**
