@@ -30,7 +30,8 @@
  * --against DIR also starts the build in DIR (another checkout of this
  * project with its dist/ built, say a worktree at an older commit; its
  * migrations must be ours or older) on the same databases as ours, measures
- * it in the same alternating blocks, and adds the column "ours / against
+ * it in the same alternating blocks (started afresh for each query, as ours
+ * is), and adds the column "ours / against
  * p50" (above 1: ours is slower). Not a test: it prints figures and asserts
  * nothing.
  */
@@ -606,8 +607,6 @@ export default async function (args: string[]): Promise<void> {
       const refDb = `bench_candidates_ref_${variant}_${size}`;
       // Ours is built before its server starts (so without the change feed, see load), and kept with --keep-data.
       const ourUrl = await builtDb(ourDb, variant, size, opts);
-      // The --against build runs on ours's data for every query of the variant (it is not timed from its start).
-      const against = await startAgainst(opts, ourUrl);
       const ref = withReference ? await startReference(await createDb(refDb), await freePort()) : undefined;
       if (ref) await load(dbUrl(refDb), variant, size, "reference", opts.allocations);
       let fleet: Fleet | undefined;
@@ -620,8 +619,11 @@ export default async function (args: string[]): Promise<void> {
           const warmUps = withReference && size > 1000 ? 3 : 20;
           // A server of ours started afresh for each query: the time to its first answer, and its peak RSS, are this query's.
           const started = await startTimed(ourUrl, shape, opts.serverHeapMb, fleet?.ours);
-          fleet ??= { ours: started.server, ourUrl, heapMb: opts.serverHeapMb, ref, against, deaths: 0 };
+          fleet ??= { ours: started.server, ourUrl, heapMb: opts.serverHeapMb, ref, deaths: 0 };
           fleet.ours = started.server;
+          // The --against build on ours's data, started afresh for each query too, so both come to it equally warm.
+          await fleet.against?.stop();
+          fleet.against = await startAgainst(opts, ourUrl);
           const startup = started.seconds;
           for (const r of await measureSurviving(fleet, shape, iterations, warmUps, opts.warmUpSeconds)) {
             rows.push({ size, shape: shape.name, ...r, startup: r.server === "ours" ? startup : undefined });
@@ -633,7 +635,7 @@ export default async function (args: string[]): Promise<void> {
         // Also after a failure: no server outlives the bench.
         deaths += fleet?.deaths ?? 0;
         await fleet?.ours.stop();
-        await (fleet ? fleet.against : against)?.stop();
+        await fleet?.against?.stop();
         await (fleet?.ref ?? ref)?.stop();
         if (!opts.keepData) await dropDb(ourDb);
         if (withReference) await dropDb(refDb);
