@@ -357,7 +357,6 @@ async function placeOne(
   return { stale };
 }
 
-
 /** An iterator that can be looked into one step ahead. */
 class Lookahead<T> {
   private head: IteratorResult<T, void> | undefined;

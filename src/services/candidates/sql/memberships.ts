@@ -57,8 +57,8 @@ export async function sharingAnchors(tx: Queryable, sharingIds: number[]): Promi
  * aggregates, the sharing providers among those aggregates' members), so
  * its cost follows the batch, where sharingAnchors's follows every tree the
  * sharing providers reach (over 100,000 nested trees with 2,000 sharing
- * providers: 100,000 pairs, some 350 ms, for a request with limit=1000 that
- * reads a few hundred trees). The range on the roots is for the planner, as
+ * providers, 100,000 pairs for a request with limit=1000 that reads a few
+ * hundred trees). The range on the roots is for the planner, as
  * in tree-loads.ts; the sharing providers are joined as a list, which
  * PostgreSQL hashes, where `= ANY` compares each row with every element.
  */
