@@ -18,6 +18,16 @@ describe("request body limit", () => {
     expect(res.body.errors[0]).toMatchObject({ status: 413, title: "Request Entity Too Large" });
   });
 
+  it("judges a body by its declared length", async () => {
+    const body = bigBody();
+    const res = await t.request("POST", "/resource_providers", { body, headers: { "content-length": String(Buffer.byteLength(body)) } });
+    expect(res.status).toBe(413);
+    expect(res.body.errors[0]).toMatchObject({ status: 413, title: "Request Entity Too Large" });
+    const small = JSON.stringify({ name: `rp-${newUuid()}` });
+    const ok = await t.request("POST", "/resource_providers", { body: small, version: "1.20", headers: { "content-length": String(Buffer.byteLength(small)) } });
+    expect(ok.status, ok.text).toBe(200);
+  });
+
   it("counts a streamed body that declares no length", async () => {
     const chunk = new TextEncoder().encode(bigBody());
     const stream = new ReadableStream<Uint8Array>({
