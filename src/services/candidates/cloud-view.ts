@@ -124,6 +124,13 @@ export interface ViewRead {
   /** The cloud's trees, flat or not (made on first use after a change; call it in `use`, whose state it is). */
   trees(): ViewTrees;
   byUuid: ReadonlyMap<string, ViewProvider>;
+  /**
+   * What `make` gives for `key` over the copy as it is now: made once and
+   * kept until the copy next changes (call it in `use`). For a result that
+   * depends only on the copy and on what `key` says (flat-answer.ts keys its
+   * pass by the ids it filters on); the caller must not change what it gets.
+   */
+  memo<T>(key: string, make: () => T): T;
 }
 
 /** Names a request asks about (looked up in the same statement). */
@@ -190,6 +197,8 @@ class Copy {
   readonly sets = new Map<string, ReadonlySet<number>>();
 
   readonly readAt = Date.now();
+  /** ViewRead.memo's results over the copy as it is; emptied whenever it changes. */
+  private readonly memos = new Map<string, unknown>();
 
   constructor(
     public seq: number,
@@ -201,6 +210,7 @@ class Copy {
   }
 
   put(p: ViewProvider): void {
+    this.changed();
     const old = this.byId.get(p.id);
     if (old) this.forget(old);
     this.byId.set(p.id, p);
@@ -216,6 +226,7 @@ class Copy {
   remove(id: number): void {
     const old = this.byId.get(id);
     if (!old) return;
+    this.changed();
     this.forget(old);
     this.byId.delete(id);
     this.ordered = undefined;
@@ -249,6 +260,19 @@ class Copy {
     return this.ordered.list;
   }
 
+  memo<T>(key: string, make: () => T): T {
+    if (this.memos.has(key)) return this.memos.get(key) as T;
+    // Queries differ by their amounts and names: a busy copy keeps the last few dozen.
+    if (this.memos.size >= MAX_MEMOS) this.memos.clear();
+    const made = make();
+    this.memos.set(key, made);
+    return made;
+  }
+
+  private changed(): void {
+    if (this.memos.size > 0) this.memos.clear();
+  }
+
   private forget(p: ViewProvider): void {
     if (this.byUuid.get(p.uuid) === p) this.byUuid.delete(p.uuid);
     if (p.parentId !== null) this.trees--;
@@ -269,6 +293,9 @@ interface Recent {
   base: Copy;
   rows: Rows;
 }
+
+/** Memos a copy keeps at most (see Copy.memo). */
+const MAX_MEMOS = 64;
 
 /** Names read recently, kept at most: past it the list starts again (queries name aggregates by uuid, so they are many). */
 const MAX_RECENT = 256;
@@ -509,7 +536,15 @@ export class CloudView {
   private seen(rows: Rows, copy: Copy): ViewRead {
     const names = { ...rows.names, hasTrees: copy.trees > 0, hasSharing: copy.sharing > 0 };
     const flat = copy.flat;
-    return { names, classNames: rows.classNames, flat, providers: flat ? copy.providers() : [], trees: () => copy.viewTrees(), byUuid: copy.byUuid };
+    return {
+      names,
+      classNames: rows.classNames,
+      flat,
+      providers: flat ? copy.providers() : [],
+      trees: () => copy.viewTrees(),
+      byUuid: copy.byUuid,
+      memo: (key, make) => copy.memo(key, make),
+    };
   }
 }
 

@@ -67,7 +67,8 @@ export function flatAnswer(read: ViewRead, query: CandidatesQuery, { limit, rand
 }
 
 /** The providers that take the whole request, in id order, at most `limit` (all when undefined). */
-function matching({ names, providers, byUuid }: ViewRead, query: CandidatesQuery, limit: number | undefined): ViewProvider[] {
+function matching(read: ViewRead, query: CandidatesQuery, limit: number | undefined): ViewProvider[] {
+  const { names, byUuid } = read;
   const { groups, params } = query;
   // A name the database does not know matches nothing (an unknown trait or class sends the request to the engine first).
   const traitIds = (list: Iterable<string>) => [...list].flatMap((t) => names.traits.get(t) ?? []);
@@ -92,6 +93,23 @@ function matching({ names, providers, byUuid }: ViewRead, query: CandidatesQuery
   // Empty expressions allow every provider: left out of the pass.
   const traitTests = traits.filter((e) => !isEmptyExpression(e));
   const aggregateTests = aggs.filter((e) => !isEmptyExpression(e));
+  // The pass reads nothing else: requests that resolve to the same ids share it while the copy stays as it is (a copy
+  // brought up to date at every request changes between most of them; POST /claims' aged reads share one state).
+  const key = JSON.stringify([traitTests, aggregateTests, requests, treeRoot ?? null, limit ?? null]);
+  // A copy: callers shuffle and cut their answer.
+  return read.memo(`flat-answer ${key}`, () => pass(read.providers, treeRoot, traitTests, aggregateTests, requests, limit)).slice();
+}
+
+type ClassRequest = { classId: number | undefined; smallest: number; sum: number; gcd: number };
+
+function pass(
+  providers: readonly ViewProvider[],
+  treeRoot: number | undefined,
+  traitTests: readonly MembershipExpression[],
+  aggregateTests: readonly MembershipExpression[],
+  requests: readonly ClassRequest[],
+  limit: number | undefined,
+): ViewProvider[] {
   const out: ViewProvider[] = [];
   // Loops, not every() with arrows: an arrow closing over the provider was three closures per provider per request.
   for (const p of providers) {
@@ -109,7 +127,7 @@ function allowsEvery(has: ReadonlySet<number>, tests: readonly MembershipExpress
   return true;
 }
 
-function takesEvery(p: ViewProvider, requests: ReadonlyArray<{ classId: number | undefined; smallest: number; sum: number; gcd: number }>): boolean {
+function takesEvery(p: ViewProvider, requests: readonly ClassRequest[]): boolean {
   for (const r of requests) if (!takes(p, r.classId, r)) return false;
   return true;
 }
