@@ -12,7 +12,8 @@ import type { AnswerPath } from "../../src/services/candidates/paths/path.js";
 import { treeViewPath } from "../../src/services/candidates/paths/tree-view.js";
 import { parseMicroversion } from "../../src/http/microversion.js";
 import { parseCandidatesQuery } from "../../src/query/request-groups.js";
-import { bodyText, referenceBody } from "../support/bodies.js";
+import { answerLengths } from "../../src/render/candidates/lengths.js";
+import { bodyText, BoundRecorder, boundedParts, referenceBody } from "../support/bodies.js";
 import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import { CandidatesService, type CandidatesPath, type CandidatesServiceOptions } from "../../src/services/candidates/service.js";
 import { startHarness, type Harness, type TestResponse } from "../support/harness.js";
@@ -185,11 +186,25 @@ export function everyPath(
   };
 }
 
-/** The answer to `query` at `version` from `service`, rendered by the plain reference renderer. */
+/**
+ * The answer to `query` at `version` from `service`, rendered by the plain
+ * reference renderer. When the path that answered gave an upper bound on
+ * the answer's bytes (the tree view: services/candidates/answer-bound.ts),
+ * the answer must be within it: a bounded answer leaves early on its word.
+ */
 async function referenceAnswer(service: CandidatesService, query: string, version: string): Promise<string> {
   const mv = parseMicroversion(`placement ${version}`);
   const parsed = parseCandidatesQuery([...new URLSearchParams(query).entries()], mv);
   const shape = answerShape(mv);
   const body = referenceBody(shape, parsed);
-  return bodyText(await body.respond(service.answer(parsed, shape, body), () => {}));
+  const sink = new BoundRecorder(body);
+  const text = await bodyText(await body.respond(service.answer(parsed, shape, sink), () => {}));
+  if (sink.atMost) {
+    // The requests and the summaries each within their own part of the bound (the summaries of every provider outweigh a small answer's requests).
+    const { answer, bound } = boundedParts(text, sink.atMost, answerLengths(shape, parsed));
+    for (const part of ["all", "requests", "summaries"] as const) {
+      expect(bound[part], `the upper bound on the bytes (${part}) of ${query} at ${version}`).toBeGreaterThanOrEqual(answer[part]);
+    }
+  }
+  return text;
 }
