@@ -17,13 +17,14 @@
  * limit and the pre-1.29 exclusion of nested candidates are not (each only
  * removes candidates); the summaries of every provider of every tree. And it
  * counts each candidate's bytes as if no two of its groups' options named a
- * provider in common, and the unsuffixed group's option as one provider per
- * class: merging them into one entry, with the amounts of one class added,
- * only ever makes the text shorter. The pieces' lengths come from the
- * renderer (AnswerLengths), so this module knows counts, not JSON.
+ * provider in common: merging them into one entry, with the amounts of one
+ * class added, only ever makes the text shorter. The pieces' lengths come
+ * from the renderer (AnswerLengths), so this module knows counts, not JSON.
  *
- * test/candidates/contract.test.ts checks the bound against the served
- * answer for every random case the tree view answers.
+ * The contract suite (test/candidates/contract.test.ts) checks that the
+ * bound is never short of an answer the tree view gives over random clouds,
+ * and test/candidates/answer-bound.test.ts that it is close on the bench's
+ * nested cloud, where every tree answers.
  */
 import type { CandidatesQuery } from "../../query/request-groups.js";
 import type { TreeMember, ViewTrees } from "./cloud-trees.js";
