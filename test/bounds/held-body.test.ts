@@ -98,6 +98,58 @@ describe("a bounded CandidatesBody", () => {
     expect(body.written).toBeLessThan(100_000);
   });
 
+  it("lets an answer leave from the threshold when the path's upper bound on it is within the bound, and stops counting it", async () => {
+    const budget = new AnswerBudget(64 * 1024 * 1024);
+    const body = fastBody(answerShape(Microversion.from("1.39")), query, { budget });
+    const asked: number[] = [];
+    body.bounded((_lengths, over) => {
+      asked.push(over);
+      return 16 * 1024 * 1024;
+    });
+    const progress = { done: false };
+    const out = await body.respond(answer(body, 20_000, progress), () => {});
+    expect(out).toBeInstanceOf(ReadableStream);
+    expect(progress.done).toBe(false);
+    expect(asked).toEqual([64 * 1024 * 1024]);
+    expect(budget.writingBytes).toBe(0);
+    expect(JSON.parse(await text(out)).allocation_requests).toHaveLength(20_000);
+    expect(budget.writingBytes).toBe(0);
+  });
+
+  it("holds the answer until it is whole when the path's upper bound passes the bound", async () => {
+    const body = newBody(64 * 1024 * 1024);
+    body.bounded(() => 64 * 1024 * 1024 + 1);
+    const progress = { done: false };
+    const out = await body.respond(answer(body, 20_000, progress), () => {});
+    expect(progress.done).toBe(true);
+    expect(JSON.parse(await text(out)).allocation_requests).toHaveLength(20_000);
+  });
+
+  it("does not ask for the upper bound of an answer that is whole before it is large", async () => {
+    const body = newBody(64 * 1024 * 1024);
+    let asked = 0;
+    body.bounded(() => asked++);
+    const out = await body.respond(answer(body, 100, { done: false }), () => {});
+    expect(Buffer.isBuffer(out)).toBe(true);
+    expect(asked).toBe(0);
+  });
+
+  it("breaks a leaving answer that passes the bound after all (an upper bound that was wrong), sending no more than the bound", async () => {
+    const maxBytes = 2 * 1024 * 1024;
+    const body = newBody(maxBytes);
+    body.bounded(() => 1);
+    const reported: Error[] = [];
+    const out = await body.respond(answer(body, 100_000, { done: false }), (e) => reported.push(e));
+    expect(out).toBeInstanceOf(ReadableStream);
+    let sent = 0;
+    const reading = (async () => {
+      for await (const chunk of out as ReadableStream<Uint8Array>) sent += chunk.length;
+    })();
+    await expect(reading).rejects.toBeInstanceOf(AnswerTooLarge);
+    expect(sent).toBeLessThanOrEqual(maxBytes);
+    expect(reported[0]).toBeInstanceOf(AnswerTooLarge);
+  });
+
   it("streams from the threshold as before when the bound is off (0)", async () => {
     const body = newBody(0);
     const progress = { done: false };

@@ -12,7 +12,8 @@ import type { AnswerPath } from "../../src/services/candidates/paths/path.js";
 import { treeViewPath } from "../../src/services/candidates/paths/tree-view.js";
 import { parseMicroversion } from "../../src/http/microversion.js";
 import { parseCandidatesQuery } from "../../src/query/request-groups.js";
-import { bodyText, referenceBody } from "../support/bodies.js";
+import { answerLengths } from "../../src/render/candidates/lengths.js";
+import { bodyText, BoundRecorder, boundedParts, referenceBody } from "../support/bodies.js";
 import { answerShape } from "../../src/services/candidates/answer-shape.js";
 import { CandidatesService, type CandidatesPath, type CandidatesServiceOptions } from "../../src/services/candidates/service.js";
 import { startHarness, type Harness, type TestResponse } from "../support/harness.js";
@@ -185,11 +186,43 @@ export function everyPath(
   };
 }
 
-/** The answer to `query` at `version` from `service`, rendered by the plain reference renderer. */
-async function referenceAnswer(service: CandidatesService, query: string, version: string): Promise<string> {
+/**
+ * The answer to `query` at `version` from `service`, rendered by the plain
+ * reference renderer, with the upper bound on its bytes that the answering
+ * path gave (the tree view: services/candidates/answer-bound.ts) as
+ * `bounded` (its parts and the answer's), if any.
+ */
+export async function boundedAnswer(
+  service: CandidatesService,
+  query: string,
+  version: string,
+): Promise<{ text: string; bounded?: ReturnType<typeof boundedParts>; atMost?: (over: number) => number }> {
   const mv = parseMicroversion(`placement ${version}`);
   const parsed = parseCandidatesQuery([...new URLSearchParams(query).entries()], mv);
   const shape = answerShape(mv);
   const body = referenceBody(shape, parsed);
-  return bodyText(await body.respond(service.answer(parsed, shape, body), () => {}));
+  const sink = new BoundRecorder(body);
+  const text = await bodyText(await body.respond(service.answer(parsed, shape, sink), () => {}));
+  const atMost = sink.atMost;
+  if (atMost === undefined) return { text };
+  const lengths = answerLengths(shape, parsed);
+  return { text, bounded: boundedParts(text, atMost, lengths), atMost: (over) => atMost(lengths, over) };
+}
+
+/**
+ * The answer to `query` at `version` from `service`, rendered by the plain
+ * reference renderer. When the path that answered gave an upper bound on
+ * the answer's bytes, the answer must be within it (a bounded answer leaves
+ * early on its word): the requests and the summaries each within their own
+ * part, since the summaries of every provider outweigh a small answer's
+ * requests.
+ */
+async function referenceAnswer(service: CandidatesService, query: string, version: string): Promise<string> {
+  const { text, bounded } = await boundedAnswer(service, query, version);
+  if (bounded) {
+    for (const part of ["all", "requests", "summaries"] as const) {
+      expect(bounded.bound[part], `the upper bound on the bytes (${part}) of ${query} at ${version}`).toBeGreaterThanOrEqual(bounded.answer[part]);
+    }
+  }
+  return text;
 }

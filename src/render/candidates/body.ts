@@ -15,11 +15,13 @@
  * written at once, into a writer sized to hold it in one chunk, and always
  * leaves whole. Under PLACEMENT_MAX_ANSWER_BYTES (the default) the chunks
  * are held until the answer is whole, and an answer that passes it is
- * refused before any of it leaves (see respond).
+ * refused before any of it leaves, unless the path showed that the answer
+ * cannot pass it (bounded): then it leaves as it is written (see respond).
  */
 import { setImmediate as turn } from "node:timers/promises";
 import { BodyWriter, type LiveBody } from "../../http/body-writer.js";
 import type { Candidate } from "../../services/candidates/combine.js";
+import type { AnswerBytesBound } from "../../services/candidates/answer-bound.js";
 import type { CandidatesResult } from "../../services/candidates/engine.js";
 import type { FlatAnswer } from "../../services/candidates/flat-answer.js";
 import type { NamesById } from "../../services/candidates/generate.js";
@@ -35,6 +37,8 @@ export class CandidatesBody implements CandidatesSink {
   private whole = false;
   private count = 0;
   private large?: () => void;
+  /** The path's upper bound on the answer's bytes (bounded), if it gave one. */
+  private atMost?: AnswerBytesBound;
   /** Some of the body has left (respond started the stream): it can no longer be discarded. */
   private live = false;
   private liveBody?: LiveBody;
@@ -80,6 +84,10 @@ export class CandidatesBody implements CandidatesSink {
     w.within();
   }
 
+  bounded(atMost: AnswerBytesBound): void {
+    this.atMost = atMost;
+  }
+
   /** A turn of the event loop, and once the body streams, room in its queue (LiveBody.room). */
   room(): Promise<void> {
     return this.liveBody ? this.liveBody.room() : turn();
@@ -91,6 +99,7 @@ export class CandidatesBody implements CandidatesSink {
     this.bound?.release();
     this.recycle();
     this.whole = false;
+    this.atMost = undefined;
     this.count = 0;
     return true;
   }
@@ -114,29 +123,31 @@ export class CandidatesBody implements CandidatesSink {
    * error (this rejects); a failure after that aborts the stream (`onError`
    * hears why) and the client sees a broken body, never a short one.
    *
-   * With a bound the body never starts to leave before it is whole: an
+   * With a bound the body starts to leave before it is whole only when the
+   * path gave an upper bound on the answer's bytes (bounded) that is within
+   * the bound, asked once the answer passes STREAM_FROM_BYTES: such an answer
+   * can never be refused for its size. Otherwise it leaves whole, and an
    * answer that passes the bound is refused (this rejects with
    * AnswerTooLarge) while nothing of it has been sent, and what was written
-   * is dropped. The bound is what the answer can cost in memory. A flat
-   * answer is bounded by the number of providers: it always leaves whole.
+   * is dropped. The bound is what the answer can cost in memory; one that
+   * leaves early holds only what waits to be sent. A flat answer is bounded
+   * by the number of providers: it always leaves whole.
    */
   async respond(answering: Promise<unknown>, onError: (error: Error) => void): Promise<Buffer<ArrayBuffer> | ReadableStream<Uint8Array>> {
     const whole = answering.then(() => true);
     whole.catch(() => {}); // a failure is answered by the race below, or through the stream
-    const racing = [whole];
-    if (this.bound === undefined) {
-      racing.push(new Promise<boolean>((resolve) => (this.large = () => resolve(false))));
-      if (this.writer && this.large && !this.whole) this.writer.whenLarger(STREAM_FROM_BYTES).then(this.large);
-    }
+    const large = new Promise<boolean>((resolve) => (this.large = () => resolve(false)));
+    if (this.writer && !this.whole) this.writer.whenLarger(STREAM_FROM_BYTES).then(this.large);
     let complete: boolean;
     try {
-      complete = await Promise.race(racing);
+      complete = await Promise.race([whole, large]);
+      if (!complete && !this.mayLeave()) complete = await whole;
     } catch (error) {
       // Nothing was sent, and the service is done writing: the buffers can be written again.
       this.recycle();
       throw error;
     } finally {
-      // A bounded answer is whole or refused here: the service is done with it.
+      // A bounded answer is whole, refused or leaving here: what it counted is given back.
       this.bound?.release();
     }
     const w = this.writer ?? this.open();
@@ -152,6 +163,19 @@ export class CandidatesBody implements CandidatesSink {
       },
     );
     return live.stream;
+  }
+
+  /**
+   * Whether the answer, passing STREAM_FROM_BYTES, may leave before it is
+   * whole: always without a bound; with one, when the path's upper bound on
+   * its bytes is within it (the bound's chunks then stop counting).
+   */
+  private mayLeave(): boolean {
+    const bound = this.bound;
+    if (bound === undefined) return true;
+    if (this.atMost === undefined || this.atMost(this.renderer.lengths(), bound.bytes) > bound.bytes) return false;
+    bound.leaving();
+    return true;
   }
 
   /** A new writer for the answer (`firstChunkBytes`: what it is expected to hold), with the renderer opened on it. */

@@ -7,6 +7,9 @@
  * bytes as its chunks fill, until it is whole or refused, against a budget
  * of twice the bound (an answer at its bound leaves as much to all the
  * others), and one that would pass the budget is refused with AnswersBusy.
+ * An answer shown to fit its bound before it is whole leaves as it is
+ * written (render/candidates/body.ts) and stops counting: its chunks are
+ * dropped as they are sent.
  *
  * Not part of the render cache (cache.ts): the cache keeps memory for reuse
  * and may drop any of it at any time without changing an answer, where this
@@ -20,6 +23,12 @@ import { AnswersBusy, AnswerTooLarge } from "../../services/errors.js";
 export interface AnswerBound extends Bound {
   /** The answer is whole, refused or dropped: its bytes no longer count (again after more were counted: each call gives back what was counted since). */
   release(): void;
+  /**
+   * The answer leaves as it is written (it was shown to fit the bound): what
+   * it counted is given back and its chunks no longer count, since each
+   * leaves as it fills.
+   */
+  leaving(): void;
 }
 
 export class AnswerBudget {
@@ -39,17 +48,24 @@ export class AnswerBudget {
     if (maxBytes <= 0) return undefined;
     const budget = 2 * maxBytes;
     let counted = 0;
+    let leaving = false;
+    const release = () => {
+      this.writing -= counted;
+      counted = 0;
+    };
     return {
       bytes: maxBytes,
       refuse: () => new AnswerTooLarge(maxBytes),
       filled: (bytes) => {
+        if (leaving) return;
         if (this.writing + bytes > budget) throw new AnswersBusy(budget);
         this.writing += bytes;
         counted += bytes;
       },
-      release: () => {
-        this.writing -= counted;
-        counted = 0;
+      release,
+      leaving: () => {
+        release();
+        leaving = true;
       },
     };
   }

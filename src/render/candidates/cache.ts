@@ -19,7 +19,7 @@ import { ascii, type BodyWriter } from "../../http/body-writer.js";
 import type { KeptDetails } from "../../services/candidates/cloud-view.js";
 import { IdMap } from "../../services/candidates/id-map.js";
 
-const RESOURCES_OPEN = ascii(':{"resources":{');
+export const RESOURCES_OPEN = ascii(':{"resources":{');
 
 /**
  * The encoded uuids of providers, one slot per provider in one buffer: the
@@ -109,7 +109,7 @@ export interface FlatProvider {
 }
 
 /** Printable ASCII but the quote and the backslash: text JSON writes between quotes as it is, one byte a character. */
-const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+export const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
 /**
  * Interned strings and plain namings are a handful in practice; past this

@@ -26,14 +26,14 @@ import type { AnswerShape } from "../../services/candidates/answer-shape.js";
 /** The encoded uuid of a provider of the answer being written: its slot in the answer's arena. */
 export type UuidPieces = (names: NamesById, id: number) => number;
 
-const ALLOCATIONS_DICT = ascii('{"allocations":{');
-const ALLOCATIONS_LIST = ascii('{"allocations":[');
-const LIST_PROVIDER_OPEN = ascii('{"resource_provider":{"uuid":');
-const LIST_RESOURCES_OPEN = ascii('},"resources":{');
-const ALLOCATIONS_CLOSE_MAPPINGS_OPEN = ascii('},"mappings":{');
-const CLOSE_TWO = ascii("}}");
-const LIST_CLOSE = ascii("]}");
-const ARRAY_OPEN = ascii(":[");
+export const ALLOCATIONS_DICT = ascii('{"allocations":{');
+export const ALLOCATIONS_LIST = ascii('{"allocations":[');
+export const LIST_PROVIDER_OPEN = ascii('{"resource_provider":{"uuid":');
+export const LIST_RESOURCES_OPEN = ascii('},"resources":{');
+export const ALLOCATIONS_CLOSE_MAPPINGS_OPEN = ascii('},"mappings":{');
+export const CLOSE_TWO = ascii("}}");
+export const LIST_CLOSE = ascii("]}");
+export const ARRAY_OPEN = ascii(":[");
 
 export function candidateWriter(w: BodyWriter, shape: AnswerShape, arena: UuidArena, uuid: UuidPieces): (cand: Candidate, names: NamesById) => void {
   // `"NAME":amount` per class and amount (amounts repeat across candidates; String() of each made garbage).

@@ -19,6 +19,8 @@ import { candidateWriter } from "./candidate-writer.js";
 import { writeFlatAnswer } from "./flat-body.js";
 import { BODY_CLOSE, COMMA, REQUESTS_OPEN, SUMMARIES_OPEN } from "./pieces.js";
 import { ReferenceRenderer } from "./reference.js";
+import type { AnswerLengths } from "../../services/candidates/answer-bound.js";
+import { answerLengths } from "./lengths.js";
 import type { CandidatesRenderer } from "./renderer.js";
 import { SummaryWriter } from "./summaries.js";
 
@@ -80,6 +82,10 @@ export class FastRenderer implements CandidatesRenderer {
     else this.w!.bytes(BODY_CLOSE);
     this.w = undefined;
     this.writeOne = undefined;
+  }
+
+  lengths(): AnswerLengths {
+    return answerLengths(this.shape, this.query);
   }
 
   /** Each provider's slot in the arena, once looked up for this answer (checking a kept one costs a pass over the uuid). */

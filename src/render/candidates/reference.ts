@@ -18,6 +18,8 @@ import type { Candidate } from "../../services/candidates/combine.js";
 import type { FlatAnswer } from "../../services/candidates/flat-answer.js";
 import type { CandidatesResult, NamesById } from "../../services/candidates/generate.js";
 import type { BodyWriter } from "../../http/body-writer.js";
+import type { AnswerLengths } from "../../services/candidates/answer-bound.js";
+import { answerLengths } from "./lengths.js";
 import type { CandidatesRenderer } from "./renderer.js";
 
 /** A JSON value whose objects are Maps (in key order). */
@@ -183,5 +185,9 @@ export class ReferenceRenderer implements CandidatesRenderer {
     this.w = undefined;
     this.requests = [];
     this.summaryMap = new Map();
+  }
+
+  lengths(): AnswerLengths {
+    return answerLengths(this.shape, this.query);
   }
 }

@@ -32,6 +32,7 @@
  * finish.
  */
 import type { BodyWriter } from "../../http/body-writer.js";
+import type { AnswerLengths } from "../../services/candidates/answer-bound.js";
 import type { Candidate } from "../../services/candidates/combine.js";
 import type { FlatAnswer } from "../../services/candidates/flat-answer.js";
 import type { CandidatesResult, NamesById } from "../../services/candidates/generate.js";
@@ -47,4 +48,6 @@ export interface CandidatesRenderer {
   flat(answer: FlatAnswer): void;
   /** The answer is complete: closes the body. */
   finish(): void;
+  /** What the pieces of this renderer's answers weigh (lengths.ts), for an upper bound on an answer's bytes; at any time. */
+  lengths(): AnswerLengths;
 }

@@ -24,12 +24,15 @@ export interface SummaryInventory {
   readonly used: number;
 }
 
-const ZERO = ascii("0");
-const RESOURCES_CLOSE_TRAITS_OPEN = ascii('},"traits":[');
-const TRAITS_CLOSE_PARENT = ascii('],"parent_provider_uuid":');
-const RESOURCES_CLOSE_PARENT = ascii('},"parent_provider_uuid":');
-const ROOT = ascii(',"root_provider_uuid":');
-const NULL = ascii("null");
+export const ZERO = ascii("0");
+export const RESOURCES_CLOSE_TRAITS_OPEN = ascii('},"traits":[');
+export const TRAITS_CLOSE_PARENT = ascii('],"parent_provider_uuid":');
+export const RESOURCES_CLOSE_PARENT = ascii('},"parent_provider_uuid":');
+export const ROOT = ascii(',"root_provider_uuid":');
+export const NULL = ascii("null");
+/** Around a capacity in a summary's inventory: `"CLASS":{"capacity":N,"used":`. */
+export const CAPACITY_OPEN = ':{"capacity":';
+export const USED_OPEN = ',"used":';
 
 /** Writes the provider summaries of one answer (one writer per answer: what it encodes is named by that answer). */
 export class SummaryWriter {
@@ -72,7 +75,7 @@ export class SummaryWriter {
       let byCapacity = this.capacityPieces.get(inv.resourceClassId);
       if (byCapacity === undefined) this.capacityPieces.set(inv.resourceClassId, (byCapacity = new Map()));
       let piece = byCapacity.get(inv.capacity);
-      if (piece === undefined) byCapacity.set(inv.capacity, (piece = Buffer.concat([this.quoted(name), ascii(`:{"capacity":${inv.capacity},"used":`)])));
+      if (piece === undefined) byCapacity.set(inv.capacity, (piece = Buffer.concat([this.quoted(name), ascii(`${CAPACITY_OPEN}${inv.capacity}${USED_OPEN}`)])));
       w.bytes(piece);
       if (inv.used === 0) w.bytes(ZERO);
       else w.ascii(String(inv.used));

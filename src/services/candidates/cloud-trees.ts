@@ -31,6 +31,8 @@ export interface TreeMember {
   /** Trait ids and aggregate ids. */
   traits: ReadonlySet<number>;
   aggregates: ReadonlySet<number>;
+  /** Shares its inventory through aggregates (it has MISC_SHARES_VIA_AGGREGATE). */
+  shares: boolean;
   /** Trait names in id order, space-separated. */
   details: { readonly traits: string };
 }
@@ -47,6 +49,7 @@ export interface ViewTree {
 export class ViewTrees {
   private byProvider?: IdMap<TreeMember>;
   private rootsByAggregate?: Map<number, number[]>;
+  private sharedByRoot?: IdMap<TreeMember[]>;
 
   constructor(readonly list: readonly ViewTree[]) {}
 
@@ -100,7 +103,33 @@ export class ViewTrees {
     }
     return this.rootsByAggregate.get(aggregateId) ?? [];
   }
+
+  /**
+   * The providers that share (TreeMember.shares) and are in one of the
+   * aggregates of a member of the tree of `rootId`, other than their own
+   * tree: those whose inventory the tree's candidates may take, in tree order.
+   */
+  sharingInto(rootId: number): readonly TreeMember[] {
+    if (!this.sharedByRoot) {
+      this.sharedByRoot = new IdMap();
+      for (const t of this.list) {
+        for (const p of t.members) {
+          if (!p.shares) continue;
+          const anchors = new Set<number>();
+          for (const a of p.aggregates) for (const root of this.rootsIn(a)) if (root !== t.rootId) anchors.add(root);
+          for (const root of anchors) {
+            const list = this.sharedByRoot.get(root);
+            if (list) list.push(p);
+            else this.sharedByRoot.set(root, [p]);
+          }
+        }
+      }
+    }
+    return this.sharedByRoot.get(rootId) ?? NO_MEMBERS;
+  }
 }
+
+const NO_MEMBERS: readonly TreeMember[] = [];
 
 /**
  * Which providers each root holds, kept beside the copy from its first

@@ -17,6 +17,7 @@
  */
 import type { Queryable } from "../../../db/database.js";
 import type { CandidatesQuery } from "../../../query/request-groups.js";
+import type { AnswerBytesBound } from "../answer-bound.js";
 import type { AnswerShape } from "../answer-shape.js";
 import type { Candidate } from "../combine.js";
 import type { ViewRead } from "../cloud-view.js";
@@ -39,6 +40,12 @@ export interface CandidatesSink {
    * turn of the event loop.
    */
   room?(): Promise<void>;
+  /**
+   * The path knows, before answering, an upper bound on the answer's bytes
+   * (answer-bound.ts), to be computed only if the sink asks: an answer known
+   * to fit the answer-size bound may leave before it is whole.
+   */
+  bounded?(atMost: AnswerBytesBound): void;
   /**
    * Forget everything written so far, so the answer can be written again
    * from the start (a read that failed on a standby runs again on the

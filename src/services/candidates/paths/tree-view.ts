@@ -2,7 +2,9 @@
  * The tree view's path: the general plan (general-source.ts) over the copy's
  * trees (view-tree-reads.ts), for a cloud with trees or sharing providers.
  * The trees it is given never change (cloud-trees.ts), so the plan may await
- * the sink's room between batches while other requests move the copy on.
+ * the sink's room between batches while other requests move the copy on,
+ * and an upper bound on the answer's bytes can be counted on them whenever
+ * the sink asks (answer-bound.ts).
  *
  * Over a flat cloud the plan gives the same answers, but the copy's trees
  * would be built for the few requests the flat view declines, which the
@@ -10,6 +12,7 @@
  * flat cloud; `overFlatClouds` lets the contract suite run it there too.
  */
 import { setImmediate as turn } from "node:timers/promises";
+import { answerBytesAtMost } from "../answer-bound.js";
 import { generalCandidates } from "../general-source.js";
 import { viewTreeReads } from "../view-tree-reads.js";
 import { emit, type ViewPath } from "./path.js";
@@ -30,6 +33,7 @@ export function treeViewPath(options: { overFlatClouds?: boolean } = {}): ViewPa
       const classNames = read.classNames;
       const between = sink.room ? () => sink.room!() : () => turn();
       return async () => {
+        sink.bounded?.((lengths, over) => answerBytesAtMost(trees, names, classNames, query, lengths, over));
         const result = await generalCandidates(viewTreeReads(trees, classNames, between), query, names, engine);
         emit(result, sink);
         return result !== undefined;
