@@ -188,12 +188,9 @@ export async function claim(
   for (let round = 1; ; round++) {
     // 1. The answer, outside any transaction. The first of a claim the statement may write may come from a view up to
     // VIEW_AGE_MS old (see there); an empty one is answered again, fresh.
-    let aged = round === 1 && paths.oneStatement && req.consumers.length === 1 && req.alternates === 0;
+    const aged = round === 1 && paths.oneStatement && req.consumers.length === 1 && req.alternates === 0;
     let found = await answer(candidates, req, aged ? (paths.viewAgeMs ?? VIEW_AGE_MS) : 0);
-    if (found.size === 0 && aged) {
-      found = await answer(candidates, req, 0);
-      aged = false;
-    }
+    if (found.size === 0 && aged) found = await answer(candidates, req, 0);
     if (found.size === 0) throw new ClaimRefused(considered === 0 ? { reason: "no candidates" } : { reason: "no fit", considered });
     considered = Math.max(considered, found.size);
     // 2. One statement when the claim allows it (claims-statement.ts), else or when it wrote nothing one transaction;

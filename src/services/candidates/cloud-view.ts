@@ -199,12 +199,6 @@ class Copy {
   readonly readAt = Date.now();
   /** ViewRead.memo's results over the copy as it is; emptied whenever it changes. */
   private readonly memos = new Map<string, unknown>();
-  /**
-   * By names: the last read that brought this copy up to date, for reads
-   * that accept an older state (CloudView.read's maxAgeMs). Kept with the
-   * copy, so a replaced copy is not kept alive by it.
-   */
-  readonly recent = new Map<string, Recent>();
 
   constructor(
     public seq: number,
@@ -293,9 +287,10 @@ type Delta = { base: Copy; rows: Rows } | { base: Copy | undefined; rows?: undef
 /** The key of a read's names (the statements' parameters). */
 const namesKey = (traits: string[], aggregates: string[]): string => JSON.stringify([traits, aggregates]);
 
-/** The last read of some names: when its statement was sent, and its rows without the providers. */
+/** The last read of some names: when its statement was sent, the copy it brought up to date, and its rows without the providers. */
 interface Recent {
   at: number;
+  base: Copy;
   rows: Rows;
 }
 
@@ -316,6 +311,8 @@ export class CloudView {
   private copy: Copy | undefined;
   /** The delta reads in flight, and the one waiting to start after each, by names (see sharedDelta). */
   private readonly deltas = new Map<string, DeltaSlot>();
+  /** By names: the last read's names and when its statement was sent, for reads that accept an older state (see read). */
+  private readonly recent = new Map<string, Recent>();
   /** When a full read last found more providers than the bound (undefined: not since the last copy). */
   private tooLargeAt: number | undefined;
   /** The full read in flight (see the header); it resolves, never rejects, when that read ends. */
@@ -351,10 +348,10 @@ export class CloudView {
    * a wrong answer.
    */
   async read<T>(wanted: ViewNames, use: (read: ViewRead) => T, { maxAgeMs = 0 }: { maxAgeMs?: number } = {}): Promise<T | undefined> {
-    const base = this.copy;
-    if (maxAgeMs > 0 && base) {
-      const recent = base.recent.get(namesKey([...wanted.traits, SHARING_TRAIT], wanted.aggregates));
-      if (recent && this.current(base) && Date.now() - recent.at <= maxAgeMs) {
+    if (maxAgeMs > 0) {
+      const recent = this.recent.get(namesKey([...wanted.traits, SHARING_TRAIT], wanted.aggregates));
+      const base = this.copy;
+      if (recent && base && recent.base === base && this.current(base) && Date.now() - recent.at <= maxAgeMs) {
         // A fresh treeRoots: the answer paths record the in_tree roots they resolve there.
         return use(this.seen({ ...recent.rows, names: { ...recent.rows.names, treeRoots: new Map() } }, base));
       }
@@ -406,12 +403,12 @@ export class CloudView {
     }
   }
 
-  /** Keeps with `base` what a read of `key` sent at `at` looked up (its names, not its providers, which the copy holds now). */
+  /** Keeps what a read of `key` sent at `at` looked up (its names, not its providers, which the copy holds now). */
   private remember(key: string, at: number, rows: Rows, base: Copy): void {
-    const kept = base.recent.get(key);
-    if (kept && kept.at >= at) return;
-    if (!kept && base.recent.size >= MAX_RECENT) base.recent.clear();
-    base.recent.set(key, { at, rows: { ...rows, providers: [], deleted: [] } });
+    const kept = this.recent.get(key);
+    if (kept && kept.base === base && kept.at >= at) return;
+    if (!kept && this.recent.size >= MAX_RECENT) this.recent.clear();
+    this.recent.set(key, { at, base, rows: { ...rows, providers: [], deleted: [] } });
   }
 
   /**
