@@ -7,9 +7,7 @@
  * A round:
  * 1. Outside any transaction, the candidates are answered exactly as GET
  *    /allocation_candidates answers them (the same paths, the cloud view
- *    brought up to date from the change feed; for the first answer of a
- *    claim of one consumer that asks for no alternates, a state of the view
- *    up to VIEW_AGE_MS old will do, see there), into a sink that keeps them
+ *    brought up to date from the change feed), into a sink that keeps them
  *    (candidates/collecting-sink.ts); CandidateView orders them for the
  *    pick. A claim mostly takes one of the first candidates it tries, so
  *    both are lazy: a flat answer keeps its anchors and builds a candidate
@@ -139,34 +137,13 @@ export interface ClaimOutcome {
   alternates: AllocationRequest[];
 }
 
-/** How a claim is made: which write paths it may take, and how old a view its first answer may come from. */
+/** Which write paths a claim may take: without oneStatement, only the transaction (the plain path, the fast one's oracle). */
 export interface ClaimPaths {
-  /** Without it, only the transaction (the plain path, the fast one's oracle). */
   oneStatement: boolean;
-  /** The first answer's view age (default VIEW_AGE_MS; 0: as fresh as a read now, as later answers are). */
-  viewAgeMs?: number;
 }
 
 /** Answers per claim: a further one only after a locked check found the last one stale. */
 const MAX_ROUNDS = 3;
-
-/**
- * How old a state of the cloud view a claim's first answer may come from
- * (CloudView.read's maxAgeMs). A view as fresh as a read now costs a delta
- * read of the change feed per answer (concurrent requests share them, but
- * under load that is still about one statement for every other claim), and
- * a claim does not need it: the statement and the transaction below check
- * every candidate they take against the rows they lock, and an older state
- * only risks that the first candidates tried are full or gone, which sends
- * the claim to the next ones and, when the statement writes none of the
- * candidates it was offered, to a fresh answer. So only a claim the
- * statement may write (one consumer) takes an aged answer, and only to the
- * statement: the transaction, a 409 and alternates (which the scheduler is
- * told still fit) always come from a fresh one. Short enough that a state
- * this old rarely misses much of what K schedulers packing the same hosts
- * have taken since.
- */
-const VIEW_AGE_MS = 50;
 
 /** A busy candidate could not be waited for without breaking the lock order: run the whole transaction again. */
 class MustRestart extends Error {}
@@ -186,29 +163,20 @@ export async function claim(
 ): Promise<ClaimOutcome> {
   let considered = 0;
   for (let round = 1; ; round++) {
-    // 1. The answer, outside any transaction. The first of a claim the statement may write may come from a view up to
-    // VIEW_AGE_MS old (see there); an empty one is answered again, fresh.
-    const aged = round === 1 && paths.oneStatement && req.consumers.length === 1 && req.alternates === 0;
-    let found = await answer(candidates, req, aged ? (paths.viewAgeMs ?? VIEW_AGE_MS) : 0);
-    if (found.size === 0 && aged) found = await answer(candidates, req, 0);
+    // 1. The answer, outside any transaction.
+    const sink = new CollectingSink(req.query);
+    await candidates.answer(req.query, req.shape, sink, "preference");
+    const found = sink.answer();
     if (found.size === 0) throw new ClaimRefused(considered === 0 ? { reason: "no candidates" } : { reason: "no fit", considered });
     considered = Math.max(considered, found.size);
     // 2. One statement when the claim allows it (claims-statement.ts), else or when it wrote nothing one transaction;
     // 3. undefined: stale, answer again.
     const fast = paths.oneStatement ? await oneStatement(store, found, req) : undefined;
     // On the last round the transaction has the last word: a 409 only after it checked every candidate under its locks.
-    // It never claims from an aged answer: when the statement did not write from one, the next round answers afresh.
-    const toTransaction = typeof fast !== "object" && !(fast === "stale" && round < MAX_ROUNDS) && !aged;
-    const outcome = typeof fast === "object" ? fast : toTransaction ? await writeRound(store, found, req, round === MAX_ROUNDS) : undefined;
+    const outcome = fast === "stale" && round < MAX_ROUNDS ? undefined : typeof fast === "object" ? fast : await writeRound(store, found, req, round === MAX_ROUNDS);
     if (outcome) return outcome;
     store.onRetry?.("claim_stale");
   }
-}
-
-async function answer(candidates: Pick<CandidatesAnswerer, "answer">, req: ClaimRequest, viewAgeMs: number): Promise<CollectedAnswer> {
-  const sink = new CollectingSink(req.query);
-  await candidates.answer(req.query, req.shape, sink, { order: "preference", viewAgeMs });
-  return sink.answer();
 }
 
 /** One round's transaction, run again whole on MustRestart (and on deadlock by writeTransaction); undefined when it found the answer stale. */

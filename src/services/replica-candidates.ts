@@ -12,7 +12,7 @@ import type { ReadReplicas } from "../db/read-replicas.js";
 import { sqlStateMeaning } from "../db/sql-state.js";
 import type { CandidatesQuery } from "../query/request-groups.js";
 import type { AnswerShape } from "./candidates/answer-shape.js";
-import type { AnswerOptions, CandidatesPath, CandidatesService, CandidatesSink } from "./candidates/service.js";
+import type { AnswerOrder, CandidatesPath, CandidatesService, CandidatesSink } from "./candidates/service.js";
 
 export type CandidatesAnswerer = Pick<CandidatesService, "answer" | "readView">;
 
@@ -29,16 +29,16 @@ export class ReplicaRoutedCandidates implements CandidatesAnswerer {
   /** The primary's view: explaining an answer is an operator's question, not the load a standby takes. */
   readView: CandidatesService["readView"] = (wanted, use) => this.onPrimary.readView(wanted, use);
 
-  async answer(query: CandidatesQuery, shape: AnswerShape, sink: CandidatesSink, options?: AnswerOptions): Promise<CandidatesPath | undefined> {
+  async answer(query: CandidatesQuery, shape: AnswerShape, sink: CandidatesSink, order?: AnswerOrder): Promise<CandidatesPath | undefined> {
     const target = this.replicas.pick();
     if (!target.replica) {
       this.replicas.served("primary");
-      return this.onPrimary.answer(query, shape, sink, options);
+      return this.onPrimary.answer(query, shape, sink, order);
     }
     let service = this.onStandby.get(target.db);
     if (!service) this.onStandby.set(target.db, (service = this.serviceOn(target.db)));
     try {
-      const path = await service.answer(query, shape, sink, options);
+      const path = await service.answer(query, shape, sink, order);
       this.replicas.served("replica");
       return path;
     } catch (err) {
@@ -47,7 +47,7 @@ export class ReplicaRoutedCandidates implements CandidatesAnswerer {
       if (meaning === "unavailable") target.unavailable(err);
       if (!sink.discard()) throw err;
       this.replicas.served("primary");
-      return this.onPrimary.answer(query, shape, sink, options);
+      return this.onPrimary.answer(query, shape, sink, order);
     }
   }
 }

@@ -284,21 +284,8 @@ class Copy {
 /** What a delta read gives each request that shared it: the copy it read for, and its rows unless a full read is needed. */
 type Delta = { base: Copy; rows: Rows } | { base: Copy | undefined; rows?: undefined };
 
-/** The key of a read's names (the statements' parameters). */
-const namesKey = (traits: string[], aggregates: string[]): string => JSON.stringify([traits, aggregates]);
-
-/** The last read of some names: when its statement was sent, the copy it brought up to date, and its rows without the providers. */
-interface Recent {
-  at: number;
-  base: Copy;
-  rows: Rows;
-}
-
 /** Memos a copy keeps at most (see Copy.memo). */
 const MAX_MEMOS = 64;
-
-/** Names read recently, kept at most: past it the list starts again (queries name aggregates by uuid, so they are many). */
-const MAX_RECENT = 256;
 
 /** A delta read in flight for some names, and the next one, which requests arriving meanwhile wait for. */
 interface DeltaSlot {
@@ -311,8 +298,6 @@ export class CloudView {
   private copy: Copy | undefined;
   /** The delta reads in flight, and the one waiting to start after each, by names (see sharedDelta). */
   private readonly deltas = new Map<string, DeltaSlot>();
-  /** By names: the last read's names and when its statement was sent, for reads that accept an older state (see read). */
-  private readonly recent = new Map<string, Recent>();
   /** When a full read last found more providers than the bound (undefined: not since the last copy). */
   private tooLargeAt: number | undefined;
   /** The full read in flight (see the header); it resolves, never rejects, when that read ends. */
@@ -337,30 +322,8 @@ export class CloudView {
    * names and the cloud (ViewRead). `use` runs
    * before anything else can change the copy; what it returns is returned.
    * Undefined, without `use`, when the cloud is too large to copy.
-   *
-   * With `maxAgeMs`, a read of the same names whose statement was sent at
-   * most that long ago, onto the copy as it still is, serves instead of a
-   * new one: the copy is then at least as fresh as that statement's snapshot
-   * (later reads of other names may have brought it further), not as one
-   * taken now. Only for a caller that checks what it takes from the answer
-   * against the database itself (POST /claims, whose statement re-checks
-   * every candidate it locks), for which an older state costs a retry, never
-   * a wrong answer.
    */
-  async read<T>(wanted: ViewNames, use: (read: ViewRead) => T, { maxAgeMs = 0 }: { maxAgeMs?: number } = {}): Promise<T | undefined> {
-    if (maxAgeMs > 0) {
-      const recent = this.recent.get(namesKey([...wanted.traits, SHARING_TRAIT], wanted.aggregates));
-      const base = this.copy;
-      if (recent && base && recent.base === base && this.current(base) && Date.now() - recent.at <= maxAgeMs) {
-        // A fresh treeRoots: the answer paths record the in_tree roots they resolve there.
-        return use(this.seen({ ...recent.rows, names: { ...recent.rows.names, treeRoots: new Map() } }, base));
-      }
-    }
-    return this.readFresh(wanted, use, 2);
-  }
-
-  /** read, as fresh as a statement started now (see the header); a full read in flight is waited for at most `readsAgain` times. */
-  private async readFresh<T>(wanted: ViewNames, use: (read: ViewRead) => T, readsAgain: number): Promise<T | undefined> {
+  async read<T>(wanted: ViewNames, use: (read: ViewRead) => T, readsAgain = 2): Promise<T | undefined> {
     if (this.tooLargeAt !== undefined && Date.now() - this.tooLargeAt < this.fullReadEveryMs) return undefined;
     const traits = [...wanted.traits, SHARING_TRAIT];
     let base = this.copy;
@@ -379,13 +342,12 @@ export class CloudView {
     const replaced = this.copy !== undefined && this.copy !== base && this.current(this.copy);
     if (readsAgain > 0 && (this.fullRead !== undefined || replaced)) {
       await this.fullRead;
-      return this.readFresh(wanted, use, readsAgain - 1);
+      return this.read(wanted, use, readsAgain - 1);
     }
     let ended = () => {};
     const reading = new Promise<void>((resolve) => void (ended = resolve));
     this.fullRead = reading;
     try {
-      const at = Date.now();
       const rows = await this.run(FULL, [traits, wanted.aggregates, this.maxProviders, this.maxTreeProviders]);
       if (rows.providerCount > this.bound(isFlat(rows.names))) return this.tooLarge(base);
       this.tooLargeAt = undefined;
@@ -395,20 +357,11 @@ export class CloudView {
       const other = this.copy;
       const kept = other && other !== base && other.started === copy.started && other.seq >= copy.seq ? other : copy;
       this.copy = kept;
-      this.remember(namesKey(traits, wanted.aggregates), at, rows, kept);
       return use(this.seen(rows, kept));
     } finally {
       if (this.fullRead === reading) this.fullRead = undefined;
       ended();
     }
-  }
-
-  /** Keeps what a read of `key` sent at `at` looked up (its names, not its providers, which the copy holds now). */
-  private remember(key: string, at: number, rows: Rows, base: Copy): void {
-    const kept = this.recent.get(key);
-    if (kept && kept.base === base && kept.at >= at) return;
-    if (!kept && this.recent.size >= MAX_RECENT) this.recent.clear();
-    this.recent.set(key, { at, base, rows: { ...rows, providers: [], deleted: [] } });
   }
 
   /**
@@ -425,7 +378,7 @@ export class CloudView {
    * request that asks meanwhile), else one started now (see the header).
    */
   private sharedDelta(traits: string[], aggregates: string[]): Promise<Delta> {
-    const key = namesKey(traits, aggregates);
+    const key = JSON.stringify([traits, aggregates]);
     const slot = this.deltas.get(key);
     if (!slot) return this.startDelta(key, traits, aggregates);
     const start = () => this.startDelta(key, traits, aggregates);
@@ -435,12 +388,7 @@ export class CloudView {
 
   /** Starts a delta read as the one in flight for `key`; forgets the key when it ends with none waiting. */
   private startDelta(key: string, traits: string[], aggregates: string[]): Promise<Delta> {
-    const at = Date.now();
     const running = this.readDelta(traits, aggregates);
-    void running.then(
-      (delta) => delta.rows && this.remember(key, at, delta.rows, delta.base),
-      () => undefined,
-    );
     const slot: DeltaSlot = { running };
     this.deltas.set(key, slot);
     // Runs before the waiters' start (registered after it), which then puts a slot of its own.

@@ -93,8 +93,8 @@ function matching(read: ViewRead, query: CandidatesQuery, limit: number | undefi
   // Empty expressions allow every provider: left out of the pass.
   const traitTests = traits.filter((e) => !isEmptyExpression(e));
   const aggregateTests = aggs.filter((e) => !isEmptyExpression(e));
-  // The pass reads nothing else: requests that resolve to the same ids share it while the copy stays as it is (a copy
-  // brought up to date at every request changes between most of them; POST /claims' aged reads share one state).
+  // The pass reads nothing else: requests that resolve to the same ids share it while the copy stays as it is (between
+  // two writes to the cloud, however many schedulers ask).
   const key = JSON.stringify([traitTests, aggregateTests, requests, treeRoot ?? null, limit ?? null]);
   // A copy: callers shuffle and cut their answer.
   return read.memo(`flat-answer ${key}`, () => pass(read.providers, treeRoot, traitTests, aggregateTests, requests, limit)).slice();

@@ -109,12 +109,9 @@ export class CandidatesService {
    * showed there is none). Throws when none of the service's paths takes the
    * request (only a list without the general path can leave one untaken).
    * `order` "preference" answers in preference order whatever
-   * randomize_allocation_candidates says (POST /claims weighs the candidates
-   * itself); `viewAgeMs` lets the cloud view answer from a state that old
-   * (CloudView.read's maxAgeMs: only for POST /claims, which re-checks what
-   * it takes in the database).
+   * randomize_allocation_candidates says (POST /claims weighs the candidates itself).
    */
-  async answer(query: CandidatesQuery, shape: AnswerShape, sink: CandidatesSink, { order = "configured", viewAgeMs }: AnswerOptions = {}): Promise<CandidatesPath | undefined> {
+  async answer(query: CandidatesQuery, shape: AnswerShape, sink: CandidatesSink, order: AnswerOrder = "configured"): Promise<CandidatesPath | undefined> {
     const settings = engineSettings(this.config);
     const request: AnswerRequest = {
       query,
@@ -125,10 +122,8 @@ export class CandidatesService {
     };
     if (this.fromView.length > 0) {
       // An unknown name goes to the engine, which knows whether Placement refuses it (unknown-names.ts).
-      const chosen = await this.view.read(
-        viewNames(query),
-        (read) => (namesKnown(query, read.names) ? firstTaking(this.fromView, (p) => p.take(read, request)) : undefined),
-        { maxAgeMs: viewAgeMs },
+      const chosen = await this.view.read(viewNames(query), (read) =>
+        namesKnown(query, read.names) ? firstTaking(this.fromView, (p) => p.take(read, request)) : undefined,
       );
       if (chosen) return (await chosen.taken()) ? chosen.path.name : undefined;
     }
@@ -151,12 +146,6 @@ export class CandidatesService {
 
 /** "configured": as randomize_allocation_candidates says; "preference": the order GET /allocation_candidates answers in without randomize. */
 export type AnswerOrder = "configured" | "preference";
-
-/** How an answer is made beyond its query (see CandidatesService.answer). */
-export interface AnswerOptions {
-  order?: AnswerOrder;
-  viewAgeMs?: number;
-}
 
 /** The trait and aggregate names the view looks up for `query` (as the engine's lookup, sql/names.ts lookupNames). */
 export function viewNames(query: CandidatesQuery): ViewNames {
