@@ -16,7 +16,10 @@
  *    snapshot (fresher than the answer, so hosts filled since it are passed
  *    over without a lock; only a hint, see below) and that no other writer
  *    holds (FOR NO KEY UPDATE SKIP LOCKED, LIMIT 1): it never waits for a
- *    provider;
+ *    provider. Its waiting form (`lock: "wait"`, run when every provider
+ *    with room was held) locks the first of them with room in its snapshot,
+ *    waiting for its holder, so a claim learns what the holder left as soon
+ *    as it commits instead of holding a transaction open to find out;
  * 3. locks that provider's inventory rows of the candidate's classes, in id
  *    order (FOR UPDATE, as the usage trigger locks them), and checks the
  *    capacity rule against the values of those locked rows;
@@ -48,7 +51,10 @@
  * id order): it takes the same kinds of lock in the same order, one of each
  * at most. The consumer row comes first and is new: it waits only for another
  * writer inserting the same uuid, which then holds nothing the claim holds.
- * The provider lock never waits (SKIP LOCKED). The inventory rows are one
+ * The provider lock never waits (SKIP LOCKED), or in the waiting form waits
+ * for one provider while holding only the new consumer row, which no writer
+ * that could hold that provider waits for (every writer locks its consumers
+ * before any provider). The inventory rows are one
  * provider's, taken in one batch in id order after its provider lock, and the
  * usage trigger then locks the same rows again; every other writer of usage
  * takes inventory rows in one id-ordered batch too, so no two of them can
@@ -89,6 +95,9 @@ export interface ClaimStatementValues {
   amounts: SQLWrapper;
 }
 
+/** How the statement takes its provider: the first free one, or the first one, waiting for it (see the header). */
+export type ProviderLock = "skip" | "wait";
+
 /** The message's start by which the statement says it wrote nothing (see the header). */
 const NOT_WRITTEN = "placement claim not written:";
 
@@ -99,7 +108,7 @@ const NOT_WRITTEN = "placement claim not written:";
  * generation after the claim, or fails with an invalid_text_representation
  * error (22P02) whose text says why nothing was written.
  */
-export function claimStatement(v: ClaimStatementValues): SQL {
+export function claimStatement(v: ClaimStatementValues, lock: ProviderLock = "skip"): SQL {
   return sql`
     WITH consumer AS (
       INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation, updated_at)
@@ -123,7 +132,7 @@ export function claimStatement(v: ClaimStatementValues): SQL {
       SELECT id FROM resource_providers
       WHERE id = ANY(ARRAY(SELECT id FROM fitting)) AND EXISTS (SELECT FROM consumer)
       ORDER BY array_position(${v.window}::int[], id) LIMIT 1
-      FOR NO KEY UPDATE SKIP LOCKED
+      FOR NO KEY UPDATE ${lock === "skip" ? sql`SKIP LOCKED` : sql``}
     ), inv AS MATERIALIZED (
       SELECT i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio, i.used
       FROM inventories i
@@ -187,7 +196,12 @@ export type StatementOutcome = { written: Candidate; generation: number } | { no
  * Runs the statement for `window` (one-provider candidates in preference
  * order, one per provider) outside any transaction.
  */
-export async function claimInOneStatement(db: Queryable, consumer: OneStatementClaim, window: readonly Candidate[]): Promise<StatementOutcome> {
+export async function claimInOneStatement(
+  db: Queryable,
+  consumer: OneStatementClaim,
+  window: readonly Candidate[],
+  lock: ProviderLock = "skip",
+): Promise<StatementOutcome> {
   const offered = window.flatMap((c) => c.resources);
   try {
     const res = await executePrepared<{ providerId: number; generation: number }>(
@@ -201,8 +215,8 @@ export async function claimInOneStatement(db: Queryable, consumer: OneStatementC
         providers: sql.param(offered.map((r) => r.providerId)),
         classes: sql.param(offered.map((r) => r.resourceClassId)),
         amounts: sql.param(offered.map((r) => r.amount)),
-      }),
-      "pl_claim",
+      }, lock),
+      lock === "skip" ? "pl_claim" : "pl_claim_wait",
     );
     const row = res.rows[0];
     const written = window.find((c) => providerOf(c) === row.providerId);

@@ -19,13 +19,18 @@
  *    (every candidate of a flat cloud) is written by one statement, its own
  *    transaction (claims-statement.ts, whose header says why it can neither
  *    overcommit nor deadlock): consumer, the first free provider of up to
- *    FIRST_FREE_BATCH, its inventory rows, the check on them, the write. A
- *    provider whose locked rows had no room is left out and the statement
- *    runs again on the next ones, a few times. When it writes nothing (every
- *    provider offered held by another writer, the consumer not new or its
- *    owner not yet known, or the answer stale throughout), the transaction
- *    below claims from the same answer: it is also the plain path beside the
- *    statement and its oracle (ClaimPaths).
+ *    FIRST_FREE_BATCH, its inventory rows, the check on them, the write.
+ *    When every provider with room is held by another writer, the
+ *    statement's waiting form waits for the best one's writer to commit and
+ *    then checks what it left, holding nothing else meanwhile: a transaction
+ *    waiting there would hold every provider it had found full until it
+ *    ends, and claimers converging on the last free hosts would queue behind
+ *    each other's full hosts. A provider whose locked rows had no room is left
+ *    out and the statement runs again on the next ones, a few times, then
+ *    the answer is read again. When it writes nothing because the consumer
+ *    is not new or its owner not yet known, or on the last round, the
+ *    transaction below claims from the same answer: it is also the plain
+ *    path beside the statement and its oracle (ClaimPaths).
  *    Every other claim (several consumers, candidates spanning providers):
  *    one short write transaction (READ COMMITTED, so every statement sees
  *    what has been committed before it): the claim's consumers are created
@@ -274,13 +279,13 @@ const STATEMENT_TRIES = 3;
 
 /**
  * The fast path (claims-statement.ts): a claim of one consumer whose best
- * candidates are each on one provider, written by one statement. "stale"
- * when the statements found the answer's candidates full and the answer
- * should be read again; undefined when the transaction is to claim from the
- * same answer: every provider with room was held by another writer (the
- * transaction waits for one), the consumer was not new or its project or
- * user not yet known (the transaction words the 409 or creates them), or the
- * candidates are not all on one provider each.
+ * candidates are each on one provider, written by one statement, or when
+ * every provider with room is held, by its waiting form. "stale" when the
+ * statements found the answer's candidates full and the answer should be
+ * read again; undefined when the transaction is to claim from the same
+ * answer: the consumer was not new or its project or user not yet known (the
+ * transaction words the 409 or creates them), a statement was rolled back
+ * by a deadlock, or the candidates are not all on one provider each.
  */
 async function oneStatement(store: Store, found: CollectedAnswer, req: ClaimRequest): Promise<ClaimOutcome | "stale" | undefined> {
   if (req.consumers.length !== 1) return undefined;
@@ -290,7 +295,9 @@ async function oneStatement(store: Store, found: CollectedAnswer, req: ClaimRequ
   for (let i = 0; i < STATEMENT_TRIES; i++) {
     const window = firstWindow(view.ordered());
     if (window.length === 0) break;
-    const outcome = await claimInOneStatement(store.db, consumer, window);
+    let outcome = await claimInOneStatement(store.db, consumer, window, "skip");
+    // Every provider with room is being written: wait for the best one's writer in a statement of its own.
+    if ("notWritten" in outcome && outcome.notWritten.why === "busy") outcome = await claimInOneStatement(store.db, consumer, window, "wait");
     if ("written" in outcome) {
       view.claimed(outcome.written);
       const generations = new Map([[providerOf(outcome.written), outcome.generation]]);
@@ -298,9 +305,10 @@ async function oneStatement(store: Store, found: CollectedAnswer, req: ClaimRequ
     }
     if (!("notWritten" in outcome)) return undefined;
     const why = outcome.notWritten;
-    if (why.why === "consumer" || why.why === "busy") return undefined;
-    // Someone took the room since the answer: those candidates are out of this view, the next ones are tried.
-    for (const c of window) if (why.why === "full" || providerOf(c) === why.providerId) view.refuse(c);
+    if (why.why === "consumer") return undefined;
+    // Someone took the room since the answer (or, after the wait, deleted the providers that had it): those
+    // candidates are out of this view, the next ones are tried.
+    for (const c of window) if (why.why !== "refused" || providerOf(c) === why.providerId) view.refuse(c);
     stale = true;
     store.onRetry?.("claim_statement_stale");
   }

@@ -2,8 +2,9 @@
  * What a claim does with hosts another writer holds, made deterministic by
  * holding provider row locks from a connection of the test's own: the first
  * pass skips held hosts (in batches of its first-free statement) and takes
- * the best free one; when every fitting host is held, the second pass waits
- * for a lock instead of answering 409.
+ * the best free one; when every fitting host is held, the claim waits for
+ * a lock instead of answering 409: a claim of one instance in the waiting
+ * form of its one statement, holding no transaction open while it waits.
  */
 import type pg from "pg";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -35,7 +36,21 @@ async function hold(held: Provider[]): Promise<() => Promise<void>> {
   };
 }
 
-const post = (body: unknown) => t.request("POST", "/claims?resources=VCPU:1", { body, version: "1.39" });
+const post = (body: unknown, resources = "VCPU:1") => t.request("POST", `/claims?resources=${resources}`, { body, version: "1.39" });
+
+/** The claim's waiting statement (named pl_claim_wait on its connection) as it waits for a row lock; fails after `ms`. */
+async function waitingStatement(ms = 10_000): Promise<{ state: string; waiting: string }> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const rows = await t.sql<{ state: string; waiting: string }>(
+      `SELECT state, wait_event_type AS waiting FROM pg_stat_activity
+       WHERE query LIKE '/*named:pl_claim_wait*/%' AND wait_event_type = 'Lock' AND datname = current_database()`,
+    );
+    if (rows.length > 0) return rows[0];
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error("no claim statement waited for a provider");
+}
 
 describe("POST /claims and hosts held by other writers", () => {
   it("skips every held host, past the first batch, and takes the first free one", async () => {
@@ -61,6 +76,32 @@ describe("POST /claims and hosts held by other writers", () => {
     const res = await claim;
     expect(res.status).toBe(200);
     expect(Object.keys(res.body.claims[0].allocations)).toHaveLength(1);
+    expect(await brokenInvariants(t)).toEqual([]);
+  });
+
+  it("waits in a statement of its own, not a transaction holding other hosts, and passes over a host its writer filled", async () => {
+    // The bench's owner becomes known (the statement only joins an existing project and user); node 0 keeps 3 VCPU.
+    expect((await post(claimBody({ pick: "first" }))).status).toBe(200);
+    await hold(nodes);
+    const who = consumer();
+    const claim = post(claimBody({ pick: "first" }, [who]), "VCPU:2");
+    // One statement waits for the best host (node 0), not a transaction that locked and holds others.
+    expect(await waitingStatement()).toEqual({ state: "active", waiting: "Lock" });
+    // The holder fills node 0 and commits: the claim finds it full under its lock and takes the next host.
+    const [c] = (
+      await other.query<{ id: number }>(
+        "INSERT INTO consumers (uuid, project_id, user_id, generation) SELECT gen_random_uuid()::text, p.id, u.id, 1 FROM projects p, users u LIMIT 1 RETURNING id",
+      )
+    ).rows;
+    await other.query("INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used) SELECT $1, $2, id, 3 FROM resource_classes WHERE name = 'VCPU'", [
+      c.id,
+      nodes[0].id,
+    ]);
+    await other.query("COMMIT");
+    const res = await claim;
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body.claims[0].allocations)).toEqual([nodes[1].uuid]);
+    expect(await t.sql("SELECT used FROM inventories WHERE resource_provider_id = $1", [nodes[0].id])).toEqual([{ used: 4 }]);
     expect(await brokenInvariants(t)).toEqual([]);
   });
 });
