@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- claims [--cloud large|nova|aggregate|flat] [--providers N] [--clients K[,K...]]
  *  [--mode M[,M...]] [--pick pack|random] [--limit L] [--claims M] [--workers W]
- *  [--connections keep-alive,close] [--pgbench-seconds S]`
+ *  [--connections keep-alive,close] [--pgbench-seconds S] [--against DIR]`
  *
  * K simulated schedulers place instances on a cloud through the real server
  * over HTTP. Without --cloud, the scenes of the claims extension's targets
@@ -40,12 +40,16 @@
  * claim (from its scheduler's first request for it), the invariant check read from the tables
  * (nothing over capacity, stored usage equal to the sum of the allocations, every acknowledged
  * instance present with its allocations, and for a filled scene the cloud exactly full), and per K
- * the ratio of POST /claims' claims/s to the loop's. Not a test: it asserts nothing about time.
+ * the ratio of POST /claims' claims/s to the loop's. --against DIR runs each mode a second time,
+ * right after ours on a fresh database of the same cloud, with the server built in DIR (another
+ * checkout at an older commit, its dist/ built) and adds the ratio of our claims/s to that build's.
+ * Not a test: it asserts nothing about time.
  * Needs PostgreSQL at DATABASE_URL (default: the local postgres superuser) and pgbench on the PATH
  * for its row; it creates and drops a scratch database per run.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import os from "node:os";
@@ -99,6 +103,8 @@ interface Options {
   connections: Connections[];
   pgbenchSeconds: number;
   adminUrl: string;
+  /** Another checkout whose built server runs each mode after ours (--against). */
+  against?: string;
 }
 
 /** The scenes for --cloud (undefined: the targets' scenes), with the flags that adjust them. */
@@ -167,15 +173,24 @@ function parseArgs(args: string[]): Options {
     connections,
     pgbenchSeconds: Number(get("pgbench-seconds") ?? 5),
     adminUrl: process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres",
+    against: againstOf(get("against")),
   };
 }
 
-async function startServer(databaseUrl: string, workers: number): Promise<{ base: string; child: ChildProcess }> {
+function againstOf(dir: string | undefined): string | undefined {
+  if (dir === undefined) return undefined;
+  const root = path.resolve(dir);
+  if (!existsSync(path.join(root, "dist/src/cli.js"))) throw new Error(`--against ${root}: no dist/src/cli.js there (run npm run build in it)`);
+  return root;
+}
+
+/** The server built in `root` (default: this checkout), as `npm start` runs it. */
+async function startServer(databaseUrl: string, workers: number, root?: string): Promise<{ base: string; child: ChildProcess }> {
   const port = await freePort();
   // BENCH_CPU_PROF=DIR writes a V8 CPU profile of the server (use --workers 1) to DIR.
   const profile = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
   // As `npm start` runs it (its heap settings included), like the candidates bench.
-  const child = spawn(process.execPath, [...profile, ...startArguments()], {
+  const child = spawn(process.execPath, [...profile, ...startArguments(root)], {
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), LOG_LEVEL: "warn", PLACEMENT_WORKERS: String(workers) },
     stdio: ["ignore", "inherit", "inherit"],
   });
@@ -433,10 +448,10 @@ async function scratchDatabase<T>(adminUrl: string, use: (url: string) => Promis
   }
 }
 
-/** One run on a fresh database; returns its claims per second. */
-async function runOnce(options: Options, scene: Scene, mode: Mode, connections: Connections, k: number): Promise<number> {
+/** One run on a fresh database, with our server or the --against build's; returns its claims per second. */
+async function runOnce(options: Options, scene: Scene, mode: Mode, connections: Connections, k: number, build: "ours" | "against" = "ours"): Promise<number> {
   return scratchDatabase(options.adminUrl, async (url) => {
-    const server = await startServer(url, options.workers);
+    const server = await startServer(url, options.workers, build === "against" ? options.against : undefined);
     const db = new pg.Client({ connectionString: url });
     await db.connect();
     try {
@@ -466,7 +481,7 @@ async function runOnce(options: Options, scene: Scene, mode: Mode, connections: 
       if (mode === "claim") tally.conflicts = tally.refusals.filter((at) => at < tally.lastSuccessSent).length;
       const check = await invariants(db, scene, tally);
       const sorted = [...tally.latencies].sort((a, b) => a - b);
-      const label = `${mode}${mode === "direct" ? `/${options.view}` : ""}${mode === "candidates" || mode === "claim" ? `/${scene.pick}` : ""} ${connections}`;
+      const label = `${mode}${mode === "direct" ? `/${options.view}` : ""}${mode === "candidates" || mode === "claim" ? `/${scene.pick}` : ""} ${connections}${build === "against" ? " (against)" : ""}`;
       // One row of the table the default export heads: markdown as printed, for docs/benchmarks.md.
       const row = [
         `${scene.name} ${scene.nodes}${scene.aggregate ? ` (aggregate of ${scene.aggregate})` : ""}`,
@@ -608,13 +623,21 @@ export default async function (args: string[]): Promise<void> {
       "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
   );
   const ratios: string[] = [];
+  const versus: string[] = [];
   const atLargestK: Array<{ scene: Scene; rate: number }> = [];
   const largestK = Math.max(...options.clients);
   for (const scene of options.scenes) {
     // Modes interleaved per K, on fresh databases of the same cloud, so a change in the machine's load touches all of them alike.
     for (const k of options.clients) {
       const rate = new Map<string, number>();
-      for (const mode of options.modes) for (const c of options.connections) rate.set(`${mode} ${c}`, await runOnce(options, scene, mode, c, k));
+      for (const mode of options.modes) {
+        for (const c of options.connections) {
+          rate.set(`${mode} ${c}`, await runOnce(options, scene, mode, c, k));
+          if (options.against === undefined) continue;
+          const theirs = await runOnce(options, scene, mode, c, k, "against");
+          versus.push(`| ${scene.name}/${scene.pick} | ${k} | ${mode} ${c} | ${(rate.get(`${mode} ${c}`)! / theirs).toFixed(2)} |`);
+        }
+      }
       for (const c of options.connections) {
         const claim = rate.get(`claim ${c}`);
         const loop = rate.get(`candidates ${c}`);
@@ -624,6 +647,7 @@ export default async function (args: string[]): Promise<void> {
     }
   }
   if (ratios.length > 0) process.stdout.write(`\n| scene/pick | K | connections | POST /claims claims/s ÷ loop claims/s |\n|---|---|---|---|\n${ratios.join("\n")}\n`);
+  if (versus.length > 0) process.stdout.write(`\n| scene/pick | K | mode, connections | our claims/s ÷ the --against build's |\n|---|---|---|---|\n${versus.join("\n")}\n`);
   if (atLargestK.length === 0 || options.pgbenchSeconds <= 0) return;
   const tps = await pgbench(options.adminUrl, largestK, options.pgbenchSeconds, LARGE_FLAVOUR);
   if (tps === undefined) {
