@@ -150,6 +150,9 @@ export interface ClaimPaths {
 /** Answers per claim: a further one only after a locked check found the last one stale. */
 const MAX_ROUNDS = 3;
 
+/** The longest pause before a restart (see writeRound). */
+const MAX_RESTART_PAUSE_MS = 200;
+
 /** A busy candidate could not be waited for without breaking the lock order: run the whole transaction again. */
 class MustRestart extends Error {}
 
@@ -194,7 +197,9 @@ async function writeRound(store: Store, found: CollectedAnswer, req: ClaimReques
       if (!(err instanceof MustRestart)) throw err;
       if (restart >= store.allocationRetries) throw new ClaimRefused({ reason: "busy" });
       store.onRetry?.("claim_restart");
-      await new Promise((r) => setTimeout(r, Math.random() * 5 * (restart + 1)));
+      // Claimers queueing on the same hot hosts keep one busy for several commits in a row: backing off
+      // exponentially, the restarts span the time such a queue takes to drain, not a few milliseconds.
+      await new Promise((r) => setTimeout(r, Math.random() * Math.min(MAX_RESTART_PAUSE_MS, 5 * 2 ** restart)));
     }
   }
 }
