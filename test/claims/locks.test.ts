@@ -80,7 +80,7 @@ describe("POST /claims and hosts held by other writers", () => {
   });
 
   it("waits in a statement of its own, not a transaction holding other hosts, and passes over a host its writer filled", async () => {
-    // The bench's owner becomes known (the statement only joins an existing project and user); node 0 keeps 3 VCPU.
+    // The claims' project and user become known (the statement only joins existing ones); node 0 keeps 3 VCPU.
     expect((await post(claimBody({ pick: "first" }))).status).toBe(200);
     await hold(nodes);
     const who = consumer();
