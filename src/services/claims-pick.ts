@@ -4,7 +4,7 @@
  * order only decides what is tried first, the locked capacity check of the
  * allocation write service decides what is taken.
  */
-import { roomKey, type CollectedAnswer } from "./candidates/collecting-sink.js";
+import { roomKey, type CollectedAnswer, type UniformCandidates } from "./candidates/collecting-sink.js";
 import type { Candidate } from "./candidates/combine.js";
 
 export const PICKS = ["pack", "spread", "random", "first"] as const;
@@ -15,18 +15,32 @@ export const PICKS = ["pack", "spread", "random", "first"] as const;
  */
 export type PickPolicy = (typeof PICKS)[number];
 
-/** Candidates with the usage they were found with, kept current as claims are placed. */
+/**
+ * Candidates with the usage they were found with, kept current as claims are
+ * placed. Over an answer whose candidates are uniform (CollectedAnswer's
+ * `uniform`: a flat answer, one provider each) it checks and orders them by
+ * index, building only the candidates it hands out; over any other it reads
+ * the built candidates. Both give the same order (test/claims/pick.test.ts
+ * holds the first to the second).
+ */
 export class CandidateView {
   /** Amounts this claim has placed so far, per provider and class (roomKey). */
   private readonly taken = new Map<number, number>();
   /** Candidates found not to fit when tried under the locks (the read was stale). */
   private readonly refused = new Set<Candidate>();
+  /** Over uniform candidates: the providers of those refused (one candidate per provider). */
+  private readonly refusedProviders = new Set<number>();
+  private readonly uniform: UniformCandidates | undefined;
 
   constructor(
     private readonly found: CollectedAnswer,
     private readonly pick: PickPolicy,
     private readonly random: () => number = Math.random,
-  ) {}
+    /** false: read the built candidates even when the answer is uniform (the oracle of the uniform reads). */
+    byIndex = true,
+  ) {
+    this.uniform = byIndex ? found.uniform : undefined;
+  }
 
   /** Whether the candidate fits on the usage known now (amounts already passed the answer's unit checks). */
   fits(c: Candidate): boolean {
@@ -41,16 +55,14 @@ export class CandidateView {
   /**
    * The candidates that fit, best first for the pick (ties keep the answer's
    * order). Lazy: a claim mostly takes one of the first few, so random and
-   * first build and check only those they hand out; pack and spread must
-   * see them all to order them. Each call is a fresh order.
+   * first build and check only those they hand out, and pack and spread,
+   * which must see them all to order them, build only those they hand out
+   * when the answer is uniform. Each call is a fresh order.
    */
   *ordered(): Generator<Candidate, void, undefined> {
     const n = this.found.size;
     if (this.pick === "first") {
-      for (let i = 0; i < n; i++) {
-        const c = this.found.candidate(i);
-        if (this.fits(c)) yield c;
-      }
+      for (let i = 0; i < n; i++) if (this.fitsAt(i)) yield this.found.candidate(i);
       return;
     }
     if (this.pick === "random") {
@@ -61,21 +73,22 @@ export class CandidateView {
         const j = Math.floor(this.random() * end);
         const i = left[j];
         left[j] = left[end - 1];
-        const c = this.found.candidate(i);
-        if (this.fits(c)) yield c;
+        if (this.fitsAt(i)) yield this.found.candidate(i);
       }
       return;
     }
     const sign = this.pick === "pack" ? -1 : 1;
-    const fitting: Array<{ c: Candidate; fill: number }> = [];
+    const fill = new Float64Array(n);
+    const fitting: number[] = [];
     for (let i = 0; i < n; i++) {
-      const c = this.found.candidate(i);
-      if (this.fits(c)) fitting.push({ c, fill: this.fillAfter(c) });
+      if (!this.fitsAt(i)) continue;
+      fill[i] = this.fillAt(i);
+      fitting.push(i);
     }
-    // Stable: ties keep the answer's order.
-    fitting.sort((a, b) => sign * (a.fill - b.fill));
+    // Ties keep the answer's order.
+    fitting.sort((a, b) => sign * (fill[a] - fill[b]) || a - b);
     // Checked again as handed out: a candidate refused since the sort is skipped.
-    for (const x of fitting) if (this.fits(x.c)) yield x.c;
+    for (const i of fitting) if (this.fitsAt(i)) yield this.found.candidate(i);
   }
 
   /** A claim of `c` was written: its amounts are used now. */
@@ -89,20 +102,40 @@ export class CandidateView {
   /** `c` did not fit under the locks: someone else took the room since it was read. */
   refuse(c: Candidate): void {
     this.refused.add(c);
+    if (this.uniform) this.refusedProviders.add(c.resources[0].providerId);
+  }
+
+  /** Whether the answer's i-th candidate fits (fits), read by index when the answer is uniform. */
+  private fitsAt(i: number): boolean {
+    const u = this.uniform;
+    if (u === undefined) return this.fits(this.found.candidate(i));
+    const p = u.provider(i);
+    if (this.refusedProviders.has(p)) return false;
+    for (const t of u.takes) if (u.used(i, t.classId) + this.usedHere(p, t.classId) + t.amount > u.capacity(i, t.classId)) return false;
+    return true;
   }
 
   private usedHere(providerId: number, classId: number): number {
     return this.taken.size === 0 ? 0 : (this.taken.get(roomKey(providerId, classId)) ?? 0);
   }
 
-  /** How full the candidate's providers would be after claiming it: the mean over its resources of used / capacity. */
-  private fillAfter(c: Candidate): number {
+  /** How full the i-th candidate's providers would be after claiming it: the mean over its resources of used / capacity. */
+  private fillAt(i: number): number {
+    const u = this.uniform;
     let sum = 0;
-    for (const r of c.resources) {
-      const room = this.found.room(r.providerId, r.resourceClassId)!;
-      const used = room.used + this.usedHere(r.providerId, r.resourceClassId);
-      sum += room.capacity > 0 ? (used + r.amount) / room.capacity : 1;
+    if (u === undefined) {
+      const c = this.found.candidate(i);
+      for (const r of c.resources) {
+        const room = this.found.room(r.providerId, r.resourceClassId)!;
+        sum += fillOf(room.capacity, room.used + this.usedHere(r.providerId, r.resourceClassId) + r.amount);
+      }
+      return c.resources.length > 0 ? sum / c.resources.length : 0;
     }
-    return c.resources.length > 0 ? sum / c.resources.length : 0;
+    const p = u.provider(i);
+    for (const t of u.takes) sum += fillOf(u.capacity(i, t.classId), u.used(i, t.classId) + this.usedHere(p, t.classId) + t.amount);
+    return u.takes.length > 0 ? sum / u.takes.length : 0;
   }
 }
+
+/** An inventory's share used once `used` is: 1 when it has no capacity. */
+const fillOf = (capacity: number, used: number): number => (capacity > 0 ? used / capacity : 1);

@@ -7,14 +7,25 @@
 import { describe, expect, it } from "vitest";
 import { roomKey, type CollectedAnswer, type InventoryRoom } from "../../src/services/candidates/collecting-sink.js";
 import type { Candidate } from "../../src/services/candidates/combine.js";
-import { CandidateView } from "../../src/services/claims-pick.js";
+import { CandidateView, PICKS } from "../../src/services/claims-pick.js";
 
-const VCPU = 1;
-
-/** One-provider candidates asking `amount` VCPU of providers with these [capacity, used]; counts the candidates built. */
+/** One-provider candidates asking `amount` VCPU (class 1) of providers with these [capacity, used]; counts the candidates built. */
 function answer(providers: Array<[number, number]>, amount = 1): CollectedAnswer & { built: number } {
-  const rooms = new Map<number, InventoryRoom>(providers.map(([capacity, used], i) => [roomKey(i + 1, VCPU), { capacity, used }]));
+  return answerOf(
+    providers.map(([capacity, used]) => [{ capacity, used }]),
+    [amount],
+  );
+}
+
+/**
+ * Candidate i takes `amounts[k]` of class k + 1 from provider i + 1 alone,
+ * whose rooms are `providers[i]` (one per class), as a flat answer does:
+ * uniform, so a view may read it by index.
+ */
+function answerOf(providers: InventoryRoom[][], amounts: number[]): CollectedAnswer & { built: number } {
+  const rooms = new Map<number, InventoryRoom>(providers.flatMap((r, i) => r.map((room, k) => [roomKey(i + 1, k + 1), room] as const)));
   const candidates = new Map<number, Candidate>();
+  const takes = amounts.map((amount, k) => ({ classId: k + 1, amount }));
   const found = {
     built: 0,
     size: providers.length,
@@ -22,7 +33,7 @@ function answer(providers: Array<[number, number]>, amount = 1): CollectedAnswer
       let c = candidates.get(i);
       if (!c) {
         found.built++;
-        const resources = [{ providerId: i + 1, resourceClassId: VCPU, amount }];
+        const resources = takes.map((t) => ({ providerId: i + 1, resourceClassId: t.classId, amount: t.amount }));
         c = { anchorRootId: i + 1, resources, groups: [{ suffix: "", sameProvider: false, resources, providers: [i + 1] }] };
         candidates.set(i, c);
       }
@@ -31,6 +42,12 @@ function answer(providers: Array<[number, number]>, amount = 1): CollectedAnswer
     room: (providerId: number, classId: number) => rooms.get(roomKey(providerId, classId)),
     uuidOf: (id: number) => `rp-${id}`,
     resourceClassName: () => "VCPU",
+    uniform: {
+      takes,
+      provider: (i: number) => i + 1,
+      capacity: (i: number, classId: number) => providers[i][classId - 1].capacity,
+      used: (i: number, classId: number) => providers[i][classId - 1].used,
+    },
   };
   return found;
 }
@@ -62,6 +79,48 @@ describe("CandidateView", () => {
       const it = new CandidateView(found, pick, seeded(3)).ordered();
       for (let i = 0; i < 32; i++) expect(it.next().done).toBe(false);
       expect(found.built).toBe(32);
+    }
+  });
+
+  it("over a uniform answer, pack and spread build only the candidates read", () => {
+    for (const pick of ["pack", "spread"] as const) {
+      const found = answer(Array.from({ length: 1000 }, (_, i): [number, number] => [8, i % 8]));
+      const it = new CandidateView(found, pick).ordered();
+      for (let i = 0; i < 32; i++) expect(it.next().done).toBe(false);
+      expect(found.built).toBe(32);
+    }
+  });
+
+  it("reads a uniform answer by index in the very order it reads the built candidates", () => {
+    const draw = seeded(11);
+    const int = (n: number) => Math.floor(draw() * n);
+    for (let round = 0; round < 200; round++) {
+      const classes = 1 + int(3);
+      const providers = Array.from({ length: 1 + int(40) }, () =>
+        Array.from({ length: classes }, () => {
+          const capacity = int(4) === 0 ? 0 : 1 + int(16);
+          return { capacity, used: int(capacity + 1) };
+        }),
+      );
+      const amounts = Array.from({ length: classes }, () => 1 + int(4));
+      for (const pick of PICKS) {
+        // The same claims and refusals on both, then the same draws for random.
+        const views = [true, false].map((byIndex) => {
+          const found = answerOf(providers, amounts);
+          return { found, view: new CandidateView(found, pick, seeded(round), byIndex) };
+        });
+        for (let step = 0; step < 3; step++) {
+          const orders = views.map(({ view }) => providersOf(view.ordered()));
+          expect(orders[0], `round ${round}, ${pick}, step ${step}`).toEqual(orders[1]);
+          if (orders[0].length === 0) break;
+          const chosen = orders[0][int(orders[0].length)] - 1;
+          const refuse = int(2) === 0;
+          for (const { found, view } of views) {
+            if (refuse) view.refuse(found.candidate(chosen));
+            else view.claimed(found.candidate(chosen));
+          }
+        }
+      }
     }
   });
 

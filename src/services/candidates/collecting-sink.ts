@@ -33,6 +33,24 @@ export interface CollectedAnswer extends NamesById {
   candidate(i: number): Candidate;
   /** Capacity and usage as the answer read them, for every inventory the candidates take from. */
   room(providerId: number, resourceClassId: number): InventoryRoom | undefined;
+  /**
+   * Given when every candidate is on a provider of its own and takes the
+   * same amounts from it (a flat answer): what a pick reads of the i-th
+   * candidate without building it (claims-pick.ts). Undefined otherwise.
+   */
+  readonly uniform?: UniformCandidates;
+}
+
+/**
+ * The candidates of an answer in which the i-th takes `takes` from provider
+ * `provider(i)` alone, no two on one provider; the room of each, as the
+ * answer read it, by the candidate's index (no lookup, no allocation).
+ */
+export interface UniformCandidates {
+  readonly takes: ReadonlyArray<{ readonly classId: number; readonly amount: number }>;
+  provider(i: number): number;
+  capacity(i: number, classId: number): number;
+  used(i: number, classId: number): number;
 }
 
 export class CollectingSink implements CandidatesSink {
@@ -94,9 +112,10 @@ export class CollectingSink implements CandidatesSink {
         })),
       };
     };
+    const anchorsInOrder = answer.anchors;
     this.collected = {
-      size: answer.anchors.length,
-      candidate: (i) => (built[i] ??= build(answer.anchors[i])),
+      size: anchorsInOrder.length,
+      candidate: (i) => (built[i] ??= build(anchorsInOrder[i])),
       room: (providerId, classId) => {
         const a = anchor(providerId);
         if (!a || !sums.some((s) => s.classId === classId)) return undefined;
@@ -104,6 +123,12 @@ export class CollectingSink implements CandidatesSink {
       },
       uuidOf: (id) => anchor(id)!.details.uuid,
       resourceClassName: (id) => answer.classNames.get(id)!,
+      uniform: {
+        takes: sums,
+        provider: (i) => anchorsInOrder[i].id,
+        capacity: (i, classId) => pairValue(anchorsInOrder[i].details.inventories, classId),
+        used: (i, classId) => pairValue(anchorsInOrder[i].used, classId),
+      },
     };
   }
 
