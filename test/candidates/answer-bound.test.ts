@@ -9,6 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { load } from "../../bench/candidates.js";
+import { CountedBounds } from "../../src/services/candidates/answer-bound.js";
 import { CandidatesService } from "../../src/services/candidates/service.js";
 import { startHarness, type Harness } from "../support/harness.js";
 import { alone, boundedAnswer } from "./data.js";
@@ -59,4 +60,46 @@ describe("the tree view's upper bound on the bench's nested cloud", () => {
       expect(atMost!(answer.all / 2)).toBeGreaterThan(answer.all / 2);
     });
   }
+
+  it("is counted again once the cloud changed, not remembered from before", async () => {
+    const query = `${NESTED}&group_policy=isolate`;
+    const before = (await boundedAnswer(service, query, "1.39")).bounded!.bound.all;
+    expect((await boundedAnswer(service, query, "1.39")).bounded!.bound.all).toBe(before);
+    // One more tree, like the others: the bound grows by at least its summary.
+    const res = await t.request("POST", "/resource_providers", { version: "1.20", body: { name: "one-more", uuid: "8d0c5c0e-1c0e-4f5e-9d8b-0a1b2c3d4e5f" } });
+    expect(res.status).toBe(200);
+    const inventories = await t.request("PUT", "/resource_providers/8d0c5c0e-1c0e-4f5e-9d8b-0a1b2c3d4e5f/inventories", {
+      version: "1.20",
+      body: { resource_provider_generation: 0, inventories: { VCPU: { total: 8 }, MEMORY_MB: { total: 4096 }, DISK_GB: { total: 100 } } },
+    });
+    expect(inventories.status).toBe(200);
+    const after = await boundedAnswer(service, query, "1.39");
+    expect(after.bounded!.bound.all).toBeGreaterThan(before);
+    expect(after.bounded!.bound.all).toBeGreaterThanOrEqual(after.bounded!.answer.all);
+  });
+});
+
+describe("CountedBounds", () => {
+  it("counts a weighing once, and again only when asked past where a count stopped", () => {
+    const bounds = new CountedBounds();
+    let counts = 0;
+    // A count that stops as soon as it passes `over`, as answerBytesAtMost does, over an answer of 1,000 bytes.
+    const count = (_: unknown, over: number) => {
+      counts++;
+      return over < 1000 ? over + 1 : 1000;
+    };
+    const lengths = (key: string) => ({ key }) as Parameters<CountedBounds["atMost"]>[0];
+    expect(bounds.atMost(lengths("a"), 100, count)).toBe(101);
+    // Still more than any smaller size: no count.
+    expect(bounds.atMost(lengths("a"), 50, count)).toBe(101);
+    expect(counts).toBe(1);
+    // Past where it stopped: counted again, to the end this time, which then answers every size.
+    expect(bounds.atMost(lengths("a"), 5000, count)).toBe(1000);
+    expect(bounds.atMost(lengths("a"), 10, count)).toBe(1000);
+    expect(bounds.atMost(lengths("a"), 9999, count)).toBe(1000);
+    expect(counts).toBe(2);
+    // Another weighing is counted on its own.
+    expect(bounds.atMost(lengths("b"), 5000, count)).toBe(1000);
+    expect(counts).toBe(3);
+  });
 });

@@ -78,12 +78,25 @@ export function boundedParts(text: string, atMost: AnswerBytesBound, lengths: An
   const requests = Buffer.byteLength(text.slice(0, text.indexOf('],"provider_summaries":{')));
   const none = () => 0;
   const everything = Number.POSITIVE_INFINITY;
+  // The same weights with some pieces weighing nothing, under keys of their own (the path remembers bounds by key).
+  const weighing = (key: string, changed: Partial<AnswerLengths>): AnswerLengths => ({
+    key: `${lengths.key} ${key}`,
+    frame: lengths.frame,
+    request: lengths.request,
+    allocation: (uuidBytes) => lengths.allocation(uuidBytes),
+    resource: (className, amount) => lengths.resource(className, amount),
+    mapping: (suffix) => lengths.mapping(suffix),
+    mapped: (uuidBytes) => lengths.mapped(uuidBytes),
+    summary: (...args) => lengths.summary(...args),
+    quoted: (text) => lengths.quoted(text),
+    ...changed,
+  });
   return {
     answer: { all, requests, summaries: all - requests },
     bound: {
       all: atMost(lengths, everything),
-      requests: atMost({ ...lengths, summary: none }, everything),
-      summaries: atMost({ ...lengths, request: 0, allocation: none, resource: none, mapping: none, mapped: none }, everything),
+      requests: atMost(weighing("requests", { summary: none }), everything),
+      summaries: atMost(weighing("summaries", { request: 0, allocation: none, resource: none, mapping: none, mapped: none }), everything),
     },
   };
 }

@@ -38,6 +38,8 @@ import type { TreeInventory } from "./sql/tree-loads.js";
  * JSON strings (quoted).
  */
 export interface AnswerLengths {
+  /** Equal for two AnswerLengths that weigh every piece alike (a bound counted with one holds for the other). */
+  readonly key: string;
   /** The body with no allocation request and no summary. */
   readonly frame: number;
   /** One allocation request with no allocation and no mapping. */
@@ -50,14 +52,14 @@ export interface AnswerLengths {
   mapping(suffix: string): number;
   /** One provider in a group's mapping (0 when the microversion has no mappings). */
   mapped(uuidBytes: number): number;
-  /** One provider summary; `parentBytes` null for a root. */
+  /** One provider summary; `parentBytes` null for a root; `classNames` names the inventories' classes. */
   summary(
     uuidBytes: number,
     inventories: readonly TreeInventory[],
     traits: readonly string[],
     parentBytes: number | null,
     rootBytes: number,
-    className: (id: number) => string,
+    classNames: ReadonlyMap<number, string>,
   ): number;
   /** The bytes of `text` as a JSON string, quotes included. */
   quoted(text: string): number;
@@ -65,6 +67,40 @@ export interface AnswerLengths {
 
 /** An upper bound on an answer's bytes as `lengths` weighs them; past `over` it may stop counting and return any number above `over`. */
 export type AnswerBytesBound = (lengths: AnswerLengths, over: number) => number;
+
+/**
+ * The bounds of one query counted over one state of the view, kept in the
+ * view's memo of that state (ViewRead.memo), so a query asked again before
+ * the view changes is not counted again: a count walks every provider of
+ * the cloud. One per weighing of the pieces (AnswerLengths.key): each
+ * microversion's shape weighs them differently.
+ */
+export class CountedBounds {
+  private readonly counted = new Map<string, { bytes: number; whole: boolean }>();
+
+  /**
+   * The bound `count` gives for `lengths` and `over`, or the one it gave
+   * before when that one answers as well: one counted to the end, or one
+   * that stopped above `over` (the answer is larger still).
+   */
+  atMost(lengths: AnswerLengths, over: number, count: AnswerBytesBound): number {
+    const known = this.counted.get(lengths.key);
+    if (known !== undefined && (known.whole || known.bytes > over)) return known.bytes;
+    const bytes = count(lengths, over);
+    this.counted.set(lengths.key, { bytes, whole: bytes <= over });
+    return bytes;
+  }
+}
+
+/**
+ * What the bound of `query` depends on besides the view's state and the
+ * pieces' weights: the requested classes (by id, with their amounts), the
+ * groups and their policy, and the names of the classes the summaries show.
+ */
+export function boundKey(query: CandidatesQuery, names: IdsByName, classNames: ReadonlyMap<number, string>): string {
+  const groups = query.groups.map((g) => [g.suffix, g.useSameProvider, [...g.resources].map(([name, amount]) => [names.resourceClasses.get(name), amount])]);
+  return JSON.stringify([query.params.groupPolicy === "isolate", groups, [...classNames]]);
+}
 
 /**
  * Above this many combinations of the isolated groups' options in one tree,
@@ -117,7 +153,6 @@ export function answerBytesAtMost(
   over: number,
 ): number {
   const isolate = query.params.groupPolicy === "isolate";
-  const className = (id: number) => classNames.get(id) ?? "";
   // Each requested class's bit, by class id.
   const bitOf: number[] = [];
   let classes = 0;
@@ -154,28 +189,19 @@ export function answerBytesAtMost(
   let total = lengths.frame;
   // The providers a tree's options may come from (its own, then the sharing ones): their ids, uuids' bytes and requested classes.
   const available: Available = { ids: [], uuidBytes: [], masks: [], count: 0 };
-  const add = (p: TreeMember): number => {
-    let mask = 0;
-    for (let i = 0; i < p.inventories.length; i++) mask |= bitOf[p.inventories[i].resourceClassId] ?? 0;
-    const bytes = lengths.quoted(p.uuid);
-    available.ids[available.count] = p.id;
-    available.uuidBytes[available.count] = bytes;
-    available.masks[available.count++] = mask;
-    return bytes;
-  };
   for (const tree of trees.list) {
     const members = tree.members;
     available.count = 0;
-    for (let i = 0; i < members.length; i++) add(members[i]);
+    for (let i = 0; i < members.length; i++) addAvailable(available, members[i], bitOf, lengths);
     const shared = trees.sharingInto(tree.rootId);
-    for (let i = 0; i < shared.length; i++) add(shared[i]);
+    for (let i = 0; i < shared.length; i++) addAvailable(available, shared[i], bitOf, lengths);
     // The summaries of the tree's providers.
     const rootBytes = uuidBytesIn(trees, members, available.uuidBytes, tree.rootId, lengths);
     for (let i = 0; i < members.length; i++) {
       const p = members[i];
       const parentBytes = p.parentId === null ? null : uuidBytesIn(trees, members, available.uuidBytes, p.parentId, lengths);
       const traits = p.details.traits === "" ? NO_TRAITS : (tree.data.traits.get(p.id) ?? NO_TRAITS);
-      total += lengths.summary(available.uuidBytes[i], p.inventories, traits, parentBytes, rootBytes, className);
+      total += lengths.summary(available.uuidBytes[i], p.inventories, traits, parentBytes, rootBytes, classNames);
     }
     total += treeRequestsBytes(groups, isolated, available, lengths);
     if (total > over) return total;
@@ -190,6 +216,15 @@ interface Available {
   /** Which of the request's classes each has an inventory of (a bit each). */
   masks: number[];
   count: number;
+}
+
+/** Adds `p` to the providers an anchor tree's options may come from, with the request's classes it has (`bitOf`: each one's bit, by class id). */
+function addAvailable(available: Available, p: TreeMember, bitOf: readonly number[], lengths: AnswerLengths): void {
+  let mask = 0;
+  for (let i = 0; i < p.inventories.length; i++) mask |= bitOf[p.inventories[i].resourceClassId] ?? 0;
+  available.ids[available.count] = p.id;
+  available.uuidBytes[available.count] = lengths.quoted(p.uuid);
+  available.masks[available.count++] = mask;
 }
 
 /** The bytes of the requests of one anchor tree whose options come from `available` (see the header). */

@@ -4,7 +4,7 @@
  * The trees it is given never change (cloud-trees.ts), so the plan may await
  * the sink's room between batches while other requests move the copy on,
  * and an upper bound on the answer's bytes can be counted on them whenever
- * the sink asks (answer-bound.ts).
+ * the sink asks (answer-bound.ts), once per state of the copy and query.
  *
  * Over a flat cloud the plan gives the same answers, but the copy's trees
  * would be built for the few requests the flat view declines, which the
@@ -12,7 +12,7 @@
  * flat cloud; `overFlatClouds` lets the contract suite run it there too.
  */
 import { setImmediate as turn } from "node:timers/promises";
-import { answerBytesAtMost } from "../answer-bound.js";
+import { answerBytesAtMost, boundKey, CountedBounds } from "../answer-bound.js";
 import { generalCandidates } from "../general-source.js";
 import { viewTreeReads } from "../view-tree-reads.js";
 import { emit, type ViewPath } from "./path.js";
@@ -31,9 +31,11 @@ export function treeViewPath(options: { overFlatClouds?: boolean } = {}): ViewPa
       // Taken now, within the read: the request's state of the copy.
       const trees = read.trees();
       const classNames = read.classNames;
+      // Taken within the read too: the memo of the state these trees are of (a change empties it).
+      const bounds = read.memo(`answer-bound ${boundKey(query, names, classNames)}`, () => new CountedBounds());
       const between = sink.room ? () => sink.room!() : () => turn();
       return async () => {
-        sink.bounded?.((lengths, over) => answerBytesAtMost(trees, names, classNames, query, lengths, over));
+        sink.bounded?.((lengths, over) => bounds.atMost(lengths, over, () => answerBytesAtMost(trees, names, classNames, query, lengths, over)));
         const result = await generalCandidates(viewTreeReads(trees, classNames, between), query, names, engine);
         emit(result, sink);
         return result !== undefined;
