@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- candidates [--sizes 1000,10000 | none] [--reference-sizes 1000] [--iterations 20] [--warm-up-seconds 3] [--no-reference] [--allocations K] [--usages N | --no-usages] [--shapes TEXT,...] [--server-heap-mb N] [--keep-data] [--against DIR]`
+ * `npm run bench -- candidates [--sizes 1000,10000 | none] [--reference-sizes 1000] [--iterations 20] [--warm-up-seconds 3] [--no-reference] [--allocations K] [--usages N | --no-usages] [--shapes TEXT,...] [--server-heap-mb N] [--keep-data] [--against DIR] [--starts N]`
  *
  * GET /allocation_candidates latency, side by side with the reference
  * Placement (Debian's python3-placement through ../shared/conformance/reference-server),
@@ -32,8 +32,13 @@
  * migrations must be ours or older) on the same databases as ours, measures
  * it in the same alternating blocks (started afresh for each query, as ours
  * is), and adds the column "ours / against
- * p50" (above 1: ours is slower). Not a test: it prints figures and asserts
- * nothing.
+ * p50" (above 1: ours is slower). --starts N measures each query N times,
+ * each time on servers started afresh, and prints the median of their
+ * percentiles: how fast one process of Node.js answers a large query
+ * varies from one start to the next by more than the gap between two close
+ * builds (a few tens of percent on the 10,000-tree unlimited answer, with
+ * the collector's work), so one start per build compares starts, not
+ * builds. Not a test: it prints figures and asserts nothing.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -66,10 +71,12 @@ interface Options {
   against?: string;
   /** Keep our data sets between runs (builtDb): not dropped at the end, and reused when already built. */
   keepData?: boolean;
+  /** Times each query is measured on servers started afresh (--starts): the rows give the median of their figures. */
+  starts: number;
 }
 
 function parseArgs(args: string[]): Options {
-  const opts: Options = { sizes: [1000, 10000], referenceSizes: [1000], iterations: 20, warmUpSeconds: 3, allocations: 0, usages: 100_000, shapes: [] };
+  const opts: Options = { sizes: [1000, 10000], referenceSizes: [1000], iterations: 20, warmUpSeconds: 3, allocations: 0, usages: 100_000, shapes: [], starts: 1 };
   for (let i = 0; i < args.length; i++) {
     const next = () => args[++i] ?? "";
     if (args[i] === "--sizes") opts.sizes = next().split(",").filter((x) => x !== "" && x !== "none").map(Number);
@@ -84,6 +91,7 @@ function parseArgs(args: string[]): Options {
     else if (args[i] === "--server-heap-mb") opts.serverHeapMb = Number(next());
     else if (args[i] === "--against") opts.against = path.resolve(next());
     else if (args[i] === "--keep-data") opts.keepData = true;
+    else if (args[i] === "--starts") opts.starts = Math.max(1, Number(next()));
   }
   if (opts.against !== undefined && !existsSync(path.join(opts.against, "dist/src/cli.js"))) {
     throw new Error(`--against ${opts.against}: no dist/src/cli.js there (run npm run build in it)`);
@@ -467,6 +475,26 @@ interface Row {
   startup?: number;
 }
 
+/**
+ * One row per server of the rows of its starts (--starts): the median of
+ * each figure; a server that failed in any start keeps that start's row.
+ * The p50s of each start go to stderr.
+ */
+function medianRows(rows: Row[]): Row[] {
+  const servers = [...new Set(rows.map((r) => r.server))];
+  return servers.map((server) => {
+    const of = rows.filter((r) => r.server === server);
+    const failed = of.find((r) => r.failure !== undefined);
+    if (failed || of.length === 1) return failed ?? of[0];
+    process.stderr.write(`${of[0].shape}, ${server}: p50 of each start ${of.map((r) => r.p50.toFixed(1)).join(", ")}\n`);
+    const median = (pick: (r: Row) => number | undefined): number | undefined => {
+      const values = of.map(pick).filter((v): v is number => v !== undefined).sort((a, b) => a - b);
+      return values.length === 0 ? undefined : values.length % 2 === 1 ? values[(values.length - 1) / 2] : (values[values.length / 2 - 1] + values[values.length / 2]) / 2;
+    };
+    return { ...of[0], p50: median((r) => r.p50)!, p95: median((r) => r.p95)!, p99: median((r) => r.p99)!, rss: median((r) => r.rss), startup: median((r) => r.startup) };
+  });
+}
+
 /** Requests per block, and how many at the start of each block are not timed. */
 const BLOCK = 10;
 const UNTIMED = 2;
@@ -617,18 +645,22 @@ export default async function (args: string[]): Promise<void> {
           const iterations = slow ? Math.max(5, Math.floor(opts.iterations / 2)) : opts.iterations;
           // The reference at 10,000 nodes takes seconds per answer: a few warm-ups, not twenty.
           const warmUps = withReference && size > 1000 ? 3 : 20;
-          // A server of ours started afresh for each query: the time to its first answer, and its peak RSS, are this query's.
-          const started = await startTimed(ourUrl, shape, opts.serverHeapMb, fleet?.ours);
-          fleet ??= { ours: started.server, ourUrl, heapMb: opts.serverHeapMb, ref, deaths: 0 };
-          fleet.ours = started.server;
-          // The --against build on ours's data, started afresh for each query too, so both come to it equally warm.
-          await fleet.against?.stop();
-          fleet.against = await startAgainst(opts, ourUrl);
-          const startup = started.seconds;
-          for (const r of await measureSurviving(fleet, shape, iterations, warmUps, opts.warmUpSeconds)) {
-            rows.push({ size, shape: shape.name, ...r, startup: r.server === "ours" ? startup : undefined });
+          const measured: Row[] = [];
+          for (let start = 0; start < opts.starts; start++) {
+            // A server of ours started afresh for each query: the time to its first answer, and its peak RSS, are this query's.
+            const started = await startTimed(ourUrl, shape, opts.serverHeapMb, fleet?.ours);
+            fleet ??= { ours: started.server, ourUrl, heapMb: opts.serverHeapMb, ref, deaths: 0 };
+            fleet.ours = started.server;
+            // The --against build on ours's data, started afresh for each query too, so both come to it equally warm.
+            await fleet.against?.stop();
+            fleet.against = await startAgainst(opts, ourUrl);
+            const startup = started.seconds;
+            for (const r of await measureSurviving(fleet, shape, iterations, warmUps, opts.warmUpSeconds)) {
+              measured.push({ size, shape: shape.name, ...r, startup: r.server === "ours" ? startup : undefined });
+            }
+            peak = Math.max(peak, peakRssMb(fleet.ours.proc.pid));
           }
-          peak = Math.max(peak, peakRssMb(fleet.ours.proc.pid));
+          rows.push(...medianRows(measured));
           process.stderr.write(`${size} ${variant} ${shape.name}: done\n`);
         }
       } finally {
