@@ -75,6 +75,13 @@ interface Options {
   starts: number;
 }
 
+/** The root of another checkout given to --against, whose server must be built (its dist/). */
+export function builtCheckout(dir: string): string {
+  const root = path.resolve(dir);
+  if (!existsSync(path.join(root, "dist/src/cli.js"))) throw new Error(`--against ${root}: no dist/src/cli.js there (run npm run build in it)`);
+  return root;
+}
+
 function parseArgs(args: string[]): Options {
   const opts: Options = { sizes: [1000, 10000], referenceSizes: [1000], iterations: 20, warmUpSeconds: 3, allocations: 0, usages: 100_000, shapes: [], starts: 1 };
   for (let i = 0; i < args.length; i++) {
@@ -89,12 +96,9 @@ function parseArgs(args: string[]): Options {
     else if (args[i] === "--no-usages") opts.usages = 0;
     else if (args[i] === "--shapes") opts.shapes = next().split(",").filter(Boolean);
     else if (args[i] === "--server-heap-mb") opts.serverHeapMb = Number(next());
-    else if (args[i] === "--against") opts.against = path.resolve(next());
+    else if (args[i] === "--against") opts.against = builtCheckout(next());
     else if (args[i] === "--keep-data") opts.keepData = true;
     else if (args[i] === "--starts") opts.starts = Math.max(1, Number(next()));
-  }
-  if (opts.against !== undefined && !existsSync(path.join(opts.against, "dist/src/cli.js"))) {
-    throw new Error(`--against ${opts.against}: no dist/src/cli.js there (run npm run build in it)`);
   }
   return opts;
 }
@@ -488,8 +492,8 @@ function medianRows(rows: Row[]): Row[] {
     if (failed || of.length === 1) return failed ?? of[0];
     process.stderr.write(`${of[0].shape}, ${server}: p50 of each start ${of.map((r) => r.p50.toFixed(1)).join(", ")}\n`);
     const median = (pick: (r: Row) => number | undefined): number | undefined => {
-      const values = of.map(pick).filter((v): v is number => v !== undefined).sort((a, b) => a - b);
-      return values.length === 0 ? undefined : values.length % 2 === 1 ? values[(values.length - 1) / 2] : (values[values.length / 2 - 1] + values[values.length / 2]) / 2;
+      const values = of.map(pick).filter((v): v is number => v !== undefined);
+      return values.length === 0 ? undefined : pct(values.sort((a, b) => a - b), 50);
     };
     return { ...of[0], p50: median((r) => r.p50)!, p95: median((r) => r.p95)!, p99: median((r) => r.p99)!, rss: median((r) => r.rss), startup: median((r) => r.startup) };
   });

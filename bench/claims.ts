@@ -49,7 +49,6 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
-import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import os from "node:os";
@@ -59,7 +58,7 @@ import { freePort } from "../src/net.js";
 import { sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { claimStatement } from "../src/services/claims-statement.js";
-import { startArguments } from "./candidates.js";
+import { builtCheckout, startArguments } from "./candidates.js";
 
 type Resources = Record<string, number>;
 
@@ -173,15 +172,8 @@ function parseArgs(args: string[]): Options {
     connections,
     pgbenchSeconds: Number(get("pgbench-seconds") ?? 5),
     adminUrl: process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres",
-    against: againstOf(get("against")),
+    against: get("against") === undefined ? undefined : builtCheckout(get("against")!),
   };
-}
-
-function againstOf(dir: string | undefined): string | undefined {
-  if (dir === undefined) return undefined;
-  const root = path.resolve(dir);
-  if (!existsSync(path.join(root, "dist/src/cli.js"))) throw new Error(`--against ${root}: no dist/src/cli.js there (run npm run build in it)`);
-  return root;
 }
 
 /** The server built in `root` (default: this checkout), as `npm start` runs it. */

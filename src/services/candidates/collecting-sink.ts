@@ -112,10 +112,9 @@ export class CollectingSink implements CandidatesSink {
         })),
       };
     };
-    const anchorsInOrder = answer.anchors;
     this.collected = {
-      size: anchorsInOrder.length,
-      candidate: (i) => (built[i] ??= build(anchorsInOrder[i])),
+      size: answer.anchors.length,
+      candidate: (i) => (built[i] ??= build(answer.anchors[i])),
       room: (providerId, classId) => {
         const a = anchor(providerId);
         if (!a || !sums.some((s) => s.classId === classId)) return undefined;
@@ -125,9 +124,9 @@ export class CollectingSink implements CandidatesSink {
       resourceClassName: (id) => answer.classNames.get(id)!,
       uniform: {
         takes: sums,
-        provider: (i) => anchorsInOrder[i].id,
-        capacity: (i, classId) => pairValue(anchorsInOrder[i].details.inventories, classId),
-        used: (i, classId) => pairValue(anchorsInOrder[i].used, classId),
+        provider: (i) => answer.anchors[i].id,
+        capacity: (i, classId) => pairValue(answer.anchors[i].details.inventories, classId),
+        used: (i, classId) => pairValue(answer.anchors[i].used, classId),
       },
     };
   }
