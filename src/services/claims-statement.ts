@@ -62,9 +62,9 @@
  * commit, when nothing more is waited for.
  */
 import { sql, type SQL, type SQLWrapper } from "drizzle-orm";
-import type { Queryable } from "../db/database.js";
-import { executePrepared } from "../db/prepared.js";
-import { isRetryable } from "../db/database.js";
+import { PgDialect } from "drizzle-orm/pg-core";
+import { isRetryable, poolOf, type Db } from "../db/database.js";
+import { namedText } from "../db/prepared.js";
 import { rootCause } from "../root-cause.js";
 import type { Candidate } from "./candidates/combine.js";
 import { hasRoomForSql, unitsAllowSql } from "./rules/capacity.js";
@@ -192,32 +192,50 @@ export interface OneStatementClaim {
 /** What the statement did: the candidate it wrote and its provider's generation now, or why it wrote nothing. */
 export type StatementOutcome = { written: Candidate; generation: number } | { notWritten: NotWritten } | { retryable: true };
 
+/** The statement's text with its values as parameters $1 to $8, in ClaimStatementValues' order, made once per form. */
+function statementText(lock: ProviderLock): string {
+  const [consumerUuid, project, user, consumerType, window, providers, classes, amounts] = [1, 2, 3, 4, 5, 6, 7, 8].map((n) => sql.raw(`$${n}`));
+  const { sql: text } = new PgDialect().sqlToQuery(claimStatement({ consumerUuid, project, user, consumerType, window, providers, classes, amounts }, lock));
+  return namedText(lock === "skip" ? "pl_claim" : "pl_claim_wait", text);
+}
+
+const TEXTS: Record<ProviderLock, string> = { skip: statementText("skip"), wait: statementText("wait") };
+
 /**
  * Runs the statement for `window` (one-provider candidates in preference
- * order, one per provider) outside any transaction.
+ * order, one per provider) outside any transaction, on a connection of the
+ * pool checked out for it. Not through pool.query: pg-pool closes the
+ * connection of a query that failed, and this statement fails on purpose
+ * each time it writes nothing; each such close made the next claim open a
+ * connection (a new PostgreSQL backend, its caches cold, its named
+ * statements parsed and planned again), which under contention cost more
+ * than the claims themselves. After the statement's own refusal the
+ * connection is as good as before (its implicit transaction rolled back);
+ * after any other error it is dropped, as the pool would.
  */
 export async function claimInOneStatement(
-  db: Queryable,
+  db: Db,
   consumer: OneStatementClaim,
   window: readonly Candidate[],
   lock: ProviderLock = "skip",
 ): Promise<StatementOutcome> {
   const offered = window.flatMap((c) => c.resources);
+  const client = await poolOf(db).connect();
+  let broken: Error | undefined;
   try {
-    const res = await executePrepared<{ providerId: number; generation: number }>(
-      db,
-      claimStatement({
-        consumerUuid: sql.param(consumer.consumerUuid),
-        project: sql.param(consumer.projectId),
-        user: sql.param(consumer.userId),
-        consumerType: sql.param(consumer.consumerType ?? null),
-        window: sql.param(window.map(providerOf)),
-        providers: sql.param(offered.map((r) => r.providerId)),
-        classes: sql.param(offered.map((r) => r.resourceClassId)),
-        amounts: sql.param(offered.map((r) => r.amount)),
-      }, lock),
-      lock === "skip" ? "pl_claim" : "pl_claim_wait",
-    );
+    const res = await client.query<{ providerId: number; generation: number }>({
+      text: TEXTS[lock],
+      values: [
+        consumer.consumerUuid,
+        consumer.projectId,
+        consumer.userId,
+        consumer.consumerType ?? null,
+        window.map(providerOf),
+        offered.map((r) => r.providerId),
+        offered.map((r) => r.resourceClassId),
+        offered.map((r) => r.amount),
+      ],
+    });
     const row = res.rows[0];
     const written = window.find((c) => providerOf(c) === row.providerId);
     if (!written) throw new Error(`the claim statement wrote provider ${row.providerId}, not offered`);
@@ -225,9 +243,12 @@ export async function claimInOneStatement(
   } catch (err) {
     const why = notWritten(err);
     if (why) return { notWritten: why };
+    broken = err as Error;
     // A deadlock or serialization failure rolled it back whole: the transaction path runs it again.
     if (isRetryable(err)) return { retryable: true };
     throw err;
+  } finally {
+    client.release(broken);
   }
 }
 

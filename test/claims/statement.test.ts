@@ -92,6 +92,25 @@ describe("POST /claims' one statement and a writer that commits under it", () =>
   });
 });
 
+describe("the pool's connections", () => {
+  it("are kept when the statement writes nothing: its own refusal does not close the connection it ran on", async () => {
+    const who = consumer();
+    expect((await post("VCPU:1", who)).status).toBe(200);
+    // The statement fails on purpose when it writes nothing: here the consumer exists, and the transaction then words the 409.
+    const removed: unknown[] = [];
+    const onRemove = (client: unknown) => removed.push(client);
+    const pool = db.t.database.pool;
+    pool.on("remove", onRemove);
+    try {
+      for (let i = 0; i < 3; i++) expect((await post("VCPU:1", who)).status).toBe(409);
+    } finally {
+      pool.off("remove", onRemove);
+    }
+    expect(removed).toEqual([]);
+    expect(await brokenInvariants(db.t)).toEqual([]);
+  });
+});
+
 describe("the statement against its oracle, the transaction", () => {
   const parse = (q: string) => parseCandidatesQuery([...new URLSearchParams(q).entries()], Microversion.from("1.39"));
 
@@ -101,11 +120,12 @@ describe("the statement against its oracle, the transaction", () => {
     // Different fill levels, so pack and spread have an order to follow.
     expect((await post("VCPU:2,MEMORY_MB:512")).status).toBe(200);
     const service = new CandidatesService(db.t.database.db, db.t.config);
-    // Which way each claim wrote: the statement runs on the pool's handle, the transaction through transaction().
+    // Which way each claim wrote: the statement on a connection checked out of the handle's pool, the transaction through transaction().
     const used: string[] = [];
     const handle = new Proxy(db.t.database.db, {
       get(target, prop, receiver) {
-        if (prop === "execute" || prop === "transaction") used.push(prop);
+        if (prop === "$client") used.push("statement");
+        if (prop === "transaction") used.push(prop);
         return Reflect.get(target, prop, receiver);
       },
     });
@@ -125,7 +145,7 @@ describe("the statement against its oracle, the transaction", () => {
         };
         used.length = 0;
         const outcome = await claim(store, service, request, { oneStatement });
-        expect(used).toEqual([oneStatement ? "execute" : "transaction"]);
+        expect(used).toEqual([oneStatement ? "statement" : "transaction"]);
         outcomes.push({ ...outcome, claims: outcome.claims.map((c) => ({ ...c, consumerUuid: "" })), written: await allocationsOf(db.t, who.consumer_uuid) });
         // Back to the same cloud for the other path (the generations move on: compared apart).
         expect((await db.t.request("DELETE", `/allocations/${who.consumer_uuid}`)).status).toBe(204);
