@@ -39,8 +39,11 @@
  * successful claim was sent, i.e. while there was still room), p50/p99 latency of a successful
  * claim (from its scheduler's first request for it), the invariant check read from the tables
  * (nothing over capacity, stored usage equal to the sum of the allocations, every acknowledged
- * instance present with its allocations, and for a filled scene the cloud exactly full), and per K
- * the ratio of POST /claims' claims/s to the loop's. --against DIR runs each mode a second time,
+ * instance present with its allocations, and for a filled scene the cloud exactly full), where the
+ * CPU went over the measured phase (cpu-split.ts: ms per successful claim of the server's processes,
+ * of PostgreSQL's and of the bench's own, and the share of the machine's cores that were busy), and
+ * per K the ratio of POST /claims' claims/s to the loop's; the pgbench line says how busy the machine
+ * was during its run. --against DIR runs each mode a second time,
  * right after ours on a fresh database of the same cloud, with the server built in DIR (another
  * checkout at an older commit, its dist/ built) and adds the ratio of our claims/s to that build's.
  * Not a test: it asserts nothing about time.
@@ -59,6 +62,7 @@ import { sql } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { claimStatement } from "../src/services/claims-statement.js";
 import { builtCheckout, startArguments } from "./candidates.js";
+import { cpuBetween, readCpu, type CpuSplit } from "./cpu-split.js";
 
 type Resources = Record<string, number>;
 
@@ -422,6 +426,12 @@ async function invariants(db: pg.Client, scene: Scene, tally: Tally): Promise<st
   return problems.length === 0 ? `OK (nothing over capacity, usage = allocations, every acknowledged instance present${full})` : `FAILED: ${problems.join("; ")}`;
 }
 
+/** CPU ms per successful claim of the server, PostgreSQL and the bench (see cpu-split.ts). */
+function cpuPerClaim(split: CpuSplit | undefined, clientSeconds: number, claims: number): string {
+  const ms = (seconds: number) => ((seconds * 1000) / Math.max(claims, 1)).toFixed(1);
+  return split ? `${ms(split.tree)} / ${ms(split.postgres)} / ${ms(clientSeconds)}` : `n/a / n/a / ${ms(clientSeconds)}`;
+}
+
 const percentile = (sorted: number[], p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]);
 
 /** A scratch database, dropped after `use`. */
@@ -465,8 +475,10 @@ async function runOnce(options: Options, scene: Scene, mode: Mode, connections: 
       const tally = newTally();
       const started = performance.now();
       const cpuBefore = process.cpuUsage();
+      const machineBefore = readCpu(server.child.pid!);
       await schedulers(scene, tally);
       const seconds = (performance.now() - started) / 1000;
+      const split = cpuBetween(machineBefore, readCpu(server.child.pid!));
       const cpu = process.cpuUsage(cpuBefore);
       const clientCpu = (cpu.user + cpu.system) / 1e6;
       // A claim's 409 is wasted only if it came back while there was still room (before the last success was sent).
@@ -486,7 +498,8 @@ async function runOnce(options: Options, scene: Scene, mode: Mode, connections: 
         percentile(sorted, 50).toFixed(1),
         percentile(sorted, 99).toFixed(1),
         tally.errors,
-        clientCpu.toFixed(1),
+        cpuPerClaim(split, clientCpu, tally.claims),
+        split ? `${(split.machineBusy * 100).toFixed(0)}%` : "n/a",
         check,
       ];
       process.stdout.write(`| ${row.join(" | ")} |\n`);
@@ -542,7 +555,7 @@ async function warmUp(base: string, scene: Scene, workers: number): Promise<void
  * allocation rows and bump the generation, as one implicit transaction.
  * Returns transactions per second, or undefined without pgbench.
  */
-async function pgbench(adminUrl: string, clients: number, seconds: number, flavour: Resources): Promise<number | undefined> {
+async function pgbench(adminUrl: string, clients: number, seconds: number, flavour: Resources): Promise<{ tps: number; split?: CpuSplit } | undefined> {
   return scratchDatabase(adminUrl, async (url) => {
     // The server runs the migrations; it is stopped before pgbench runs.
     const server = await startServer(url, 1);
@@ -584,11 +597,13 @@ ${statement.sql.replace(/\s*\n\s*/g, " ").trim()};
 `;
       const file = path.join(dir, "claim.sql");
       await writeFile(file, script);
+      const before = readCpu(process.pid);
       const out = await run("pgbench", ["-n", "-M", "prepared", "-c", String(clients), "-j", "2", "-T", String(seconds), "-f", file, url]);
       if (out === undefined) return undefined;
+      const split = cpuBetween(before, readCpu(process.pid));
       const tps = /tps = ([0-9.]+)/.exec(out);
       if (!tps) throw new Error(`no tps in pgbench's output:\n${out}`);
-      return Number(tps[1]);
+      return { tps: Number(tps[1]), split };
     } finally {
       await db.end();
       await rm(dir, { recursive: true, force: true });
@@ -611,8 +626,8 @@ export default async function (args: string[]): Promise<void> {
   const options = parseArgs(args);
   process.stdout.write(
     `claims benchmark: server workers ${options.workers}\n\n` +
-      "| scene, nodes | K | mode, connections | claims | seconds | claims/s | 409s per claim | p50 ms | p99 ms | other errors | client CPU s | invariants |\n" +
-      "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+      "| scene, nodes | K | mode, connections | claims | seconds | claims/s | 409s per claim | p50 ms | p99 ms | other errors | CPU ms per claim: server / PostgreSQL / bench | cores busy | invariants |\n" +
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
   );
   const ratios: string[] = [];
   const versus: string[] = [];
@@ -641,13 +656,16 @@ export default async function (args: string[]): Promise<void> {
   if (ratios.length > 0) process.stdout.write(`\n| scene/pick | K | connections | POST /claims claims/s ÷ loop claims/s |\n|---|---|---|---|\n${ratios.join("\n")}\n`);
   if (versus.length > 0) process.stdout.write(`\n| scene/pick | K | mode, connections | our claims/s ÷ the --against build's |\n|---|---|---|---|\n${versus.join("\n")}\n`);
   if (atLargestK.length === 0 || options.pgbenchSeconds <= 0) return;
-  const tps = await pgbench(options.adminUrl, largestK, options.pgbenchSeconds, LARGE_FLAVOUR);
-  if (tps === undefined) {
+  const limit = await pgbench(options.adminUrl, largestK, options.pgbenchSeconds, LARGE_FLAVOUR);
+  if (limit === undefined) {
     process.stdout.write("\npgbench is not installed: no physical limit to compare with.\n");
     return;
   }
+  const { tps, split } = limit;
+  // pgbench's connections end with it, before the second reading: only the machine's total says what they used.
+  const cpu = split ? ` (cores ${(split.machineBusy * 100).toFixed(0)}% busy, ${((split.busy * 1000) / (tps * options.pgbenchSeconds)).toFixed(1)} ms of the machine's CPU per transaction)` : "";
   process.stdout.write(
-    `\npgbench, the claim's write transaction, ${largestK} clients, ${options.pgbenchSeconds} s: ${tps.toFixed(0)} transactions/s\n\n` +
+    `\npgbench, the claim's write transaction, ${largestK} clients, ${options.pgbenchSeconds} s: ${tps.toFixed(0)} transactions/s${cpu}\n\n` +
       `| scene/pick | POST /claims claims/s at K = ${largestK} | ÷ pgbench |\n|---|---|---|\n` +
       atLargestK.map(({ scene, rate }) => `| ${scene.name}/${scene.pick} | ${rate.toFixed(0)} | ${(rate / tps).toFixed(2)} |`).join("\n") +
       "\n",
