@@ -77,6 +77,14 @@ describe("the flat view", () => {
     expect((await t.request("DELETE", `/allocations/${consumer}`)).status).toBe(204);
     expect(await generation(p.uuid)).toBe(before);
     expect((await summaryOf(p.uuid, `${CPU}:1`)).resources).toEqual({ [CPU]: { capacity: 8, used: 0 }, [MEM]: { capacity: 24, used: 0 } });
+
+    // A provider deleted is gone from the copy, while another that changed with it stays.
+    const q = await d.provider({ inventory: { [CPU]: 4 } });
+    expect(await summaryOf(q.uuid, `${CPU}:1`)).toBeDefined();
+    expect((await t.request("DELETE", `/resource_providers/${p.uuid}`)).status).toBe(204);
+    await t.sql(`UPDATE inventories SET total = 5 WHERE resource_provider_id = $1`, [q.id]);
+    expect(await summaryOf(p.uuid, `${CPU}:1`)).toBeUndefined();
+    expect((await summaryOf(q.uuid, `${CPU}:1`)).resources).toEqual({ [CPU]: { capacity: 5, used: 0 } });
   });
 
   it("follow changes written straight into the tables, which bump no generation", async () => {
