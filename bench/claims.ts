@@ -473,13 +473,14 @@ async function runOnce(options: Options, scene: Scene, mode: Mode, connections: 
       await warmUp(server.base, scene, options.workers);
       await warmPlacements(server.base, (tally) => schedulers({ ...scene, maxClaims: k }, tally));
       const tally = newTally();
-      const started = performance.now();
-      const cpuBefore = process.cpuUsage();
+      // Read before the clock starts and after it stops: a reading walks /proc, a few milliseconds.
       const machineBefore = readCpu(server.child.pid!);
+      const cpuBefore = process.cpuUsage();
+      const started = performance.now();
       await schedulers(scene, tally);
       const seconds = (performance.now() - started) / 1000;
-      const split = cpuBetween(machineBefore, readCpu(server.child.pid!));
       const cpu = process.cpuUsage(cpuBefore);
+      const split = cpuBetween(machineBefore, readCpu(server.child.pid!));
       const clientCpu = (cpu.user + cpu.system) / 1e6;
       // A claim's 409 is wasted only if it came back while there was still room (before the last success was sent).
       if (mode === "claim") tally.conflicts = tally.refusals.filter((at) => at < tally.lastSuccessSent).length;
