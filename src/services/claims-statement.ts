@@ -208,8 +208,8 @@ const TEXTS: Record<ProviderLock, string> = { skip: statementText("skip"), wait:
  * connection of a query that failed, and this statement fails on purpose
  * each time it writes nothing; each such close made the next claim open a
  * connection (a new PostgreSQL backend, its caches cold, its named
- * statements parsed and planned again), which under contention cost more
- * than the claims themselves. After the statement's own refusal the
+ * statements parsed and planned again), and the statement writes nothing
+ * most often exactly when claimers contend. After the statement's own refusal the
  * connection is as good as before (its implicit transaction rolled back);
  * after any other error it is dropped, as the pool would.
  */
