@@ -131,6 +131,17 @@ export interface ViewRead {
    * pass by the ids it filters on); the caller must not change what it gets.
    */
   memo<T>(key: string, make: () => T): T;
+  /**
+   * As memo, for a result kept across states of the copy: one made over an
+   * earlier state is given to `update` with the ids of the providers put or
+   * removed since (and a lookup of the providers as they are now), when the
+   * copy still knows them all; `update` answers the result over the copy as
+   * it is, or undefined to have `make` make it again (so does a copy that
+   * no longer knows every change). For a result that follows from each
+   * provider on its own (flat-answer.ts keeps its pass so); the caller must
+   * not change what it gets.
+   */
+  evolve<T>(key: string, make: () => T, update: (kept: T, changed: ReadonlySet<number>, get: (id: number) => ViewProvider | undefined) => T | undefined): T;
 }
 
 /** Names a request asks about (looked up in the same statement). */
@@ -199,6 +210,11 @@ class Copy {
   readonly readAt = Date.now();
   /** ViewRead.memo's results over the copy as it is; emptied whenever it changes. */
   private readonly memos = new Map<string, unknown>();
+  /** Counts the changes (puts and removals) made to the copy; the ids changed, the newest last, at most CHANGES_KEPT. */
+  private version = 0;
+  private readonly changes: Array<{ version: number; id: number }> = [];
+  /** ViewRead.evolve's results, each with the version it is of. */
+  private readonly evolving = new Map<string, { version: number; value: unknown }>();
 
   constructor(
     public seq: number,
@@ -210,7 +226,7 @@ class Copy {
   }
 
   put(p: ViewProvider): void {
-    this.changed();
+    this.changed(p.id);
     const old = this.byId.get(p.id);
     if (old) this.forget(old);
     this.byId.set(p.id, p);
@@ -226,7 +242,7 @@ class Copy {
   remove(id: number): void {
     const old = this.byId.get(id);
     if (!old) return;
-    this.changed();
+    this.changed(id);
     this.forget(old);
     this.byId.delete(id);
     this.ordered = undefined;
@@ -269,8 +285,28 @@ class Copy {
     return made;
   }
 
-  private changed(): void {
+  evolve<T>(key: string, make: () => T, update: (kept: T, changed: ReadonlySet<number>, get: (id: number) => ViewProvider | undefined) => T | undefined): T {
+    const kept = this.evolving.get(key);
+    if (kept?.version === this.version) return kept.value as T;
+    let value: T | undefined;
+    const oldest = this.changes.length > 0 ? this.changes[0].version : this.version + 1;
+    // The changes since the kept result are all still known when the oldest known one is no later than the first of them.
+    if (kept && oldest <= kept.version + 1) {
+      const changed = new Set<number>();
+      for (let i = this.changes.length - 1; i >= 0 && this.changes[i].version > kept.version; i--) changed.add(this.changes[i].id);
+      value = update(kept.value as T, changed, (id) => this.byId.get(id));
+    }
+    value ??= make();
+    if (!kept && this.evolving.size >= MAX_MEMOS) this.evolving.clear();
+    this.evolving.set(key, { version: this.version, value });
+    return value;
+  }
+
+  private changed(id: number): void {
     if (this.memos.size > 0) this.memos.clear();
+    this.version++;
+    this.changes.push({ version: this.version, id });
+    if (this.changes.length > 2 * CHANGES_KEPT) this.changes.splice(0, this.changes.length - CHANGES_KEPT);
   }
 
   private forget(p: ViewProvider): void {
@@ -286,6 +322,12 @@ type Delta = { base: Copy; rows: Rows } | { base: Copy | undefined; rows?: undef
 
 /** Memos a copy keeps at most (see Copy.memo). */
 const MAX_MEMOS = 64;
+
+/**
+ * Changes a copy remembers for ViewRead.evolve: a result older than that
+ * many changes is made again, as it would cost about as much to update.
+ */
+const CHANGES_KEPT = 1024;
 
 /** A delta read in flight for some names, and the next one, which requests arriving meanwhile wait for. */
 interface DeltaSlot {
@@ -492,6 +534,7 @@ export class CloudView {
       trees: () => copy.viewTrees(),
       byUuid: copy.byUuid,
       memo: (key, make) => copy.memo(key, make),
+      evolve: (key, make, update) => copy.evolve(key, make, update),
     };
   }
 }

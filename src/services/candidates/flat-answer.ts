@@ -94,32 +94,75 @@ function matching(read: ViewRead, query: CandidatesQuery, limit: number | undefi
   const traitTests = traits.filter((e) => !isEmptyExpression(e));
   const aggregateTests = aggs.filter((e) => !isEmptyExpression(e));
   // The pass reads nothing else: requests that resolve to the same ids share it while the copy stays as it is (between
-  // two writes to the cloud, however many schedulers ask).
+  // two writes to the cloud, however many schedulers ask), and after a write it is brought up to date from the providers
+  // the write changed (a provider is in the answer or not on its own), not made again over every provider.
   const key = JSON.stringify([traitTests, aggregateTests, requests, treeRoot ?? null, limit ?? null]);
+  const fits = (p: ViewProvider) => passes(p, treeRoot, traitTests, aggregateTests, requests);
+  const made = read.evolve(
+    `flat-answer ${key}`,
+    () => pass(read.providers, fits, limit),
+    (kept, changed, get) => passAgain(kept, changed, get, fits, limit),
+  );
   // A copy: callers shuffle and cut their answer.
-  return read.memo(`flat-answer ${key}`, () => pass(read.providers, treeRoot, traitTests, aggregateTests, requests, limit)).slice();
+  return made.slice();
 }
 
 type ClassRequest = { classId: number | undefined; smallest: number; sum: number; gcd: number };
 
-function pass(
-  providers: readonly ViewProvider[],
-  treeRoot: number | undefined,
-  traitTests: readonly MembershipExpression[],
-  aggregateTests: readonly MembershipExpression[],
-  requests: readonly ClassRequest[],
-  limit: number | undefined,
-): ViewProvider[] {
+/** The providers that pass, in id order, at most `limit`: the plain pass, and the oracle of passAgain. */
+function pass(providers: readonly ViewProvider[], fits: (p: ViewProvider) => boolean, limit: number | undefined): ViewProvider[] {
   const out: ViewProvider[] = [];
-  // Loops, not every() with arrows: an arrow closing over the provider was three closures per provider per request.
   for (const p of providers) {
-    if (!inTree(p.id, treeRoot)) continue;
-    if (!allowsEvery(p.traits, traitTests) || !allowsEvery(p.aggregates, aggregateTests)) continue;
-    if (!takesEvery(p, requests)) continue;
+    if (!fits(p)) continue;
     out.push(p);
     if (out.length === limit) break;
   }
   return out;
+}
+
+/**
+ * `kept`, a pass over an earlier state of the copy, brought up to date: the
+ * providers in `changed` leave it and those of them that now pass come back,
+ * in id order. The same list as a pass over the copy as it is, since whether
+ * a provider passes depends on that provider alone; undefined (a pass is made
+ * again) when `kept` was cut at `limit` (a provider past the cut may pass
+ * now) or would be, and when so many changed that a pass costs no more.
+ */
+function passAgain(
+  kept: readonly ViewProvider[],
+  changed: ReadonlySet<number>,
+  get: (id: number) => ViewProvider | undefined,
+  fits: (p: ViewProvider) => boolean,
+  limit: number | undefined,
+): ViewProvider[] | undefined {
+  if ((limit !== undefined && kept.length >= limit) || changed.size > kept.length / 4 + 16) return undefined;
+  const back: ViewProvider[] = [];
+  for (const id of changed) {
+    const p = get(id);
+    if (p !== undefined && fits(p)) back.push(p);
+  }
+  back.sort((a, b) => a.id - b.id);
+  const out: ViewProvider[] = [];
+  let i = 0;
+  for (const p of kept) {
+    if (changed.has(p.id)) continue;
+    while (i < back.length && back[i].id < p.id) out.push(back[i++]);
+    out.push(p);
+  }
+  while (i < back.length) out.push(back[i++]);
+  return limit !== undefined && out.length >= limit ? undefined : out;
+}
+
+/** Whether one provider takes the whole request (see matching). */
+function passes(
+  p: ViewProvider,
+  treeRoot: number | undefined,
+  traitTests: readonly MembershipExpression[],
+  aggregateTests: readonly MembershipExpression[],
+  requests: readonly ClassRequest[],
+): boolean {
+  // Loops, not every() with arrows: an arrow closing over the provider was three closures per provider per request.
+  return inTree(p.id, treeRoot) && allowsEvery(p.traits, traitTests) && allowsEvery(p.aggregates, aggregateTests) && takesEvery(p, requests);
 }
 
 function allowsEvery(has: ReadonlySet<number>, tests: readonly MembershipExpression[]): boolean {
