@@ -210,7 +210,7 @@ class Copy {
   readonly readAt = Date.now();
   /** ViewRead.memo's results over the copy as it is; emptied whenever it changes. */
   private readonly memos = new Map<string, unknown>();
-  /** Counts the changes (puts and removals) made to the copy; the ids changed, the newest last, at most CHANGES_KEPT. */
+  /** Counts the changes (puts and removals) made to the copy; the ids changed, the newest last (at least the last CHANGES_KEPT). */
   private version = 0;
   private readonly changes: Array<{ version: number; id: number }> = [];
   /** ViewRead.evolve's results, each with the version it is of. */
