@@ -127,8 +127,8 @@ export interface ViewRead {
   /**
    * What `make` gives for `key` over the copy as it is now: made once and
    * kept until the copy next changes (call it in `use`). For a result that
-   * depends only on the copy and on what `key` says (flat-answer.ts keys its
-   * pass by the ids it filters on); the caller must not change what it gets.
+   * depends only on the copy and on what `key` says (paths/tree-view.ts keeps
+   * a query's answer bounds so); the caller must not change what it gets.
    */
   memo<T>(key: string, make: () => T): T;
   /**
@@ -141,8 +141,11 @@ export interface ViewRead {
    * provider on its own (flat-answer.ts keeps its pass so); the caller must
    * not change what it gets.
    */
-  evolve<T>(key: string, make: () => T, update: (kept: T, changed: ReadonlySet<number>, get: (id: number) => ViewProvider | undefined) => T | undefined): T;
+  evolve<T>(key: string, make: () => T, update: EvolveUpdate<T>): T;
 }
+
+/** ViewRead.evolve's update: `kept` over the copy as it is now, from the ids changed since and the providers now; undefined to make it again. */
+export type EvolveUpdate<T> = (kept: T, changed: ReadonlySet<number>, get: (id: number) => ViewProvider | undefined) => T | undefined;
 
 /** Names a request asks about (looked up in the same statement). */
 export interface ViewNames {
@@ -285,7 +288,7 @@ class Copy {
     return made;
   }
 
-  evolve<T>(key: string, make: () => T, update: (kept: T, changed: ReadonlySet<number>, get: (id: number) => ViewProvider | undefined) => T | undefined): T {
+  evolve<T>(key: string, make: () => T, update: EvolveUpdate<T>): T {
     const kept = this.evolving.get(key);
     if (kept?.version === this.version) return kept.value as T;
     let value: T | undefined;
@@ -320,7 +323,7 @@ class Copy {
 /** What a delta read gives each request that shared it: the copy it read for, and its rows unless a full read is needed. */
 type Delta = { base: Copy; rows: Rows } | { base: Copy | undefined; rows?: undefined };
 
-/** Memos a copy keeps at most (see Copy.memo). */
+/** Results a copy keeps at most, of each of Copy.memo and Copy.evolve. */
 const MAX_MEMOS = 64;
 
 /**
