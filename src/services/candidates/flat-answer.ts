@@ -101,56 +101,93 @@ function matching(read: ViewRead, query: CandidatesQuery, limit: number | undefi
   const made = read.evolve(
     `flat-answer ${key}`,
     () => pass(read.providers, fits, limit),
-    (kept, changed, get) => passAgain(kept, changed, get, fits, limit),
+    (kept, changed, get) => passAgain(kept, changed, get, read.providers, fits, limit),
   );
   // A copy: callers shuffle and cut their answer.
-  return made.slice();
+  return made.passed.slice();
 }
 
 type ClassRequest = { classId: number | undefined; smallest: number; sum: number; gcd: number };
 
+/**
+ * A pass: the providers that passed, in id order. `through` is set when it
+ * stopped at the limit: the id of the last provider it looked at (those past
+ * it were not looked at); undefined, it looked at every provider.
+ */
+interface Pass {
+  passed: ViewProvider[];
+  through: number | undefined;
+}
+
 /** The providers that pass, in id order, at most `limit`: the plain pass, and the oracle of passAgain. */
-function pass(providers: readonly ViewProvider[], fits: (p: ViewProvider) => boolean, limit: number | undefined): ViewProvider[] {
-  const out: ViewProvider[] = [];
-  for (const p of providers) {
+function pass(providers: readonly ViewProvider[], fits: (p: ViewProvider) => boolean, limit: number | undefined): Pass {
+  return passFrom(providers, 0, [], fits, limit);
+}
+
+/** Goes on with a pass from `providers[from]`, adding to `passed` until it holds `limit`. */
+function passFrom(providers: readonly ViewProvider[], from: number, passed: ViewProvider[], fits: (p: ViewProvider) => boolean, limit: number | undefined): Pass {
+  for (let i = from; i < providers.length; i++) {
+    const p = providers[i];
     if (!fits(p)) continue;
-    out.push(p);
-    if (out.length === limit) break;
+    passed.push(p);
+    if (passed.length === limit) return { passed, through: p.id };
   }
-  return out;
+  return { passed, through: undefined };
 }
 
 /**
  * `kept`, a pass over an earlier state of the copy, brought up to date: the
- * providers in `changed` leave it and those of them that now pass come back,
- * in id order. The same list as a pass over the copy as it is, since whether
- * a provider passes depends on that provider alone; undefined (a pass is made
- * again) when `kept` was cut at `limit` (a provider past the cut may pass
- * now) or would be, and when so many changed that a pass costs no more.
+ * providers in `changed` that it looked at leave it and those of them that
+ * now pass come back, in id order; then it is cut at `limit` again, or, when
+ * it was cut and now holds fewer, it goes on past where it stopped. The same
+ * as a pass over the copy as it is, since whether a provider passes depends
+ * on that provider alone (`providers`: the copy's, in id order). Undefined
+ * (a pass is made again) when so many changed that a pass costs no more.
  */
 function passAgain(
-  kept: readonly ViewProvider[],
+  kept: Pass,
   changed: ReadonlySet<number>,
   get: (id: number) => ViewProvider | undefined,
+  providers: readonly ViewProvider[],
   fits: (p: ViewProvider) => boolean,
   limit: number | undefined,
-): ViewProvider[] | undefined {
-  if ((limit !== undefined && kept.length >= limit) || changed.size > kept.length / 4 + 16) return undefined;
+): Pass | undefined {
+  if (changed.size > kept.passed.length / 4 + 16) return undefined;
+  const { through } = kept;
   const back: ViewProvider[] = [];
   for (const id of changed) {
+    // Past the cut, the pass goes on below if it needs to, and looks at every provider there.
+    if (through !== undefined && id > through) continue;
     const p = get(id);
     if (p !== undefined && fits(p)) back.push(p);
   }
   back.sort((a, b) => a.id - b.id);
   const out: ViewProvider[] = [];
   let i = 0;
-  for (const p of kept) {
+  for (const p of kept.passed) {
     if (changed.has(p.id)) continue;
     while (i < back.length && back[i].id < p.id) out.push(back[i++]);
     out.push(p);
   }
   while (i < back.length) out.push(back[i++]);
-  return limit !== undefined && out.length >= limit ? undefined : out;
+  if (limit !== undefined && out.length >= limit) {
+    // Every provider up to the last one kept was looked at, now or before.
+    out.length = limit;
+    return { passed: out, through: out[limit - 1].id };
+  }
+  return through === undefined ? { passed: out, through } : passFrom(providers, firstPast(providers, through), out, fits, limit);
+}
+
+/** The place in `providers` (in id order) of the first provider whose id is above `id`. */
+function firstPast(providers: readonly ViewProvider[], id: number): number {
+  let lo = 0;
+  let hi = providers.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (providers[mid].id <= id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Whether one provider takes the whole request (see matching). */
