@@ -35,6 +35,8 @@
  * --connections: each scheduler's requests over one kept-alive connection (keep-alive), or each
  * request on a connection of its own, closed after it (close); a list runs each, interleaved like
  * the modes (default: keep-alive for the scenes, both for --cloud flat).
+ * --workers: the server's worker processes (default: half the machine's cores, at least one; see
+ * DEFAULT_WORKERS).
  * --warm-rounds: before each timed run, the K schedulers place K instances in the measured mode and
  * delete them again this many times (default WARM_ROUNDS), untimed (see warmPlacements).
  * Prints claims per second, 409s per successful claim (for claim: 409s answered before the last
@@ -160,6 +162,16 @@ function fillCount(scene: Scene): number | undefined {
   return perNode * (scene.aggregate ?? scene.nodes);
 }
 
+/**
+ * The server's workers: half the cores, as for a server that shares its
+ * machine with its PostgreSQL, which here spends about as much CPU per claim
+ * as the server does (the CPU columns), and the bench runs beside both. On
+ * two cores, one worker served more placements than two in both modes (each
+ * worker keeps its own copy of the cloud, reads every change into it, and
+ * compiles its own code); --workers sets any other count.
+ */
+const DEFAULT_WORKERS = Math.max(1, Math.floor(os.availableParallelism() / 2));
+
 function parseArgs(args: string[]): Options {
   const get = (name: string) => {
     const i = args.indexOf(`--${name}`);
@@ -175,7 +187,7 @@ function parseArgs(args: string[]): Options {
     clients: (get("clients") ?? "1,4,16").split(",").map(Number),
     modes,
     view: get("view") === "own" ? "own" : "shared",
-    workers: Number(get("workers") ?? os.availableParallelism()),
+    workers: Number(get("workers") ?? DEFAULT_WORKERS),
     connections,
     pgbenchSeconds: Number(get("pgbench-seconds") ?? 5),
     warmRounds: Number(get("warm-rounds") ?? WARM_ROUNDS),
