@@ -46,8 +46,9 @@
  * instance present with its allocations, and for a filled scene the cloud exactly full), where the
  * CPU went over the measured phase (cpu-split.ts: ms per successful claim of the server's processes,
  * of PostgreSQL's and of the bench's own, and the share of the machine's cores that were busy), and
- * per K the ratio of POST /claims' claims/s to the loop's; the pgbench line says how busy the machine
- * was during its run. --against DIR runs each mode a second time,
+ * per K the ratio of POST /claims' claims/s to the loop's; for each claim run that filled its cloud,
+ * what a refused claim costs against an empty candidates answer (refusalCost); the pgbench line says
+ * how busy the machine was during its run. --against DIR runs each mode a second time,
  * right after ours on a fresh database of the same cloud, with the server built in DIR (another
  * checkout at an older commit, its dist/ built) and adds the ratio of our claims/s to that build's.
  * Not a test: it asserts nothing about time.
@@ -339,18 +340,22 @@ function packedCandidate(body: CandidatesBody, claim: Record<string, number>): s
   return nodes.reduce((best, n) => (fill(n) > fill(best) ? n : best));
 }
 
+/** One POST /claims of one instance of `flavour` for `consumer`. */
+const postClaim = (send: Send, base: string, scene: Scene, flavour: Resources, consumer: string) =>
+  send(
+    "POST",
+    `${base}/claims?resources=${resourcesOf(flavour)}${querySuffix(scene)}`,
+    "1.39",
+    JSON.stringify({ consumers: [{ consumer_uuid: consumer, project_id: "bench-project", user_id: "bench-user", consumer_type: "INSTANCE" }], pick: scene.pick }),
+  );
+
 /** claim mode: POST /claims until it answers that nothing fits. */
 async function claimer(base: string, scene: Scene, send: Send, tally: Tally): Promise<void> {
   while (tally.claims < scene.maxClaims) {
     const flavour = anyFlavour(scene);
     const consumer = randomUUID();
     const started = performance.now();
-    const res = await send(
-      "POST",
-      `${base}/claims?resources=${resourcesOf(flavour)}${querySuffix(scene)}`,
-      "1.39",
-      JSON.stringify({ consumers: [{ consumer_uuid: consumer, project_id: "bench-project", user_id: "bench-user", consumer_type: "INSTANCE" }], pick: scene.pick }),
-    );
+    const res = await postClaim(send, base, scene, flavour, consumer);
     if (res.status === 200) {
       tally.claims++;
       tally.latencies.push(performance.now() - started);
@@ -466,8 +471,19 @@ async function scratchDatabase<T>(adminUrl: string, use: (url: string) => Promis
   }
 }
 
-/** One run on a fresh database, with our server or the --against build's; returns its claims per second. */
-async function runOnce(options: Options, scene: Scene, mode: Mode, connections: Connections, k: number, build: "ours" | "against" = "ours"): Promise<number> {
+/**
+ * One run on a fresh database, with our server or the --against build's; returns its claims per second.
+ * With `refusals`, a claim run that filled its cloud adds a row comparing a refusal with an empty answer (refusalCost).
+ */
+async function runOnce(
+  options: Options,
+  scene: Scene,
+  mode: Mode,
+  connections: Connections,
+  k: number,
+  build: "ours" | "against" = "ours",
+  refusals?: string[],
+): Promise<number> {
   return scratchDatabase(options.adminUrl, async (url) => {
     const server = await startServer(url, options.workers, build === "against" ? options.against : undefined);
     const db = new pg.Client({ connectionString: url });
@@ -522,6 +538,10 @@ async function runOnce(options: Options, scene: Scene, mode: Mode, connections: 
         check,
       ];
       process.stdout.write(`| ${row.join(" | ")} |\n`);
+      if (refusals && mode === "claim" && !Number.isFinite(scene.maxClaims)) {
+        const cost = await refusalCost(server.base, scene);
+        refusals.push(`| ${scene.name}/${scene.pick} | ${k} | ${cost.refused.toFixed(1)} | ${cost.empty.toFixed(1)} | ${(cost.refused / cost.empty).toFixed(2)} |`);
+      }
       return tally.claims / seconds;
     } finally {
       await db.end();
@@ -529,6 +549,36 @@ async function runOnce(options: Options, scene: Scene, mode: Mode, connections: 
       await new Promise((r) => server.child.once("exit", r));
     }
   });
+}
+
+/** Requests of each kind refusalCost times. */
+const REFUSAL_ROUNDS = 40;
+
+/**
+ * On a cloud the run filled, what a claim that nothing fits costs against
+ * the empty answer GET /allocation_candidates gives the same query (the
+ * extension promises no more): one scheduler alternates the two,
+ * REFUSAL_ROUNDS of each, over one kept-alive connection, after the timing.
+ * Returns the p50 latency of each in ms.
+ */
+async function refusalCost(base: string, scene: Scene): Promise<{ refused: number; empty: number }> {
+  const send = sender("keep-alive");
+  const [flavour] = scene.flavours;
+  const refused: number[] = [];
+  const empty: number[] = [];
+  for (let i = 0; i < REFUSAL_ROUNDS; i++) {
+    let started = performance.now();
+    const claim = await postClaim(send, base, scene, flavour, randomUUID());
+    refused.push(performance.now() - started);
+    if (claim.status !== 409) throw new Error(`a full cloud answered POST /claims ${claim.status}: ${claim.body.toString().slice(0, 500)}`);
+    started = performance.now();
+    const res = await send("GET", `${base}/allocation_candidates?resources=${resourcesOf(flavour)}${querySuffix(scene)}`, "1.39");
+    empty.push(performance.now() - started);
+    const answer = JSON.parse(res.body.toString()) as CandidatesBody;
+    if (res.status !== 200 || answer.allocation_requests.length > 0) throw new Error(`a full cloud answered GET /allocation_candidates ${res.status} with candidates`);
+  }
+  const median = (list: number[]) => percentile([...list].sort((a, b) => a - b), 50);
+  return { refused: median(refused), empty: median(empty) };
 }
 
 const newTally = (): Tally => ({ claims: 0, conflicts: 0, errors: 0, latencies: [], lastSuccessSent: 0, refusals: [], acknowledged: [] });
@@ -662,6 +712,7 @@ export default async function (args: string[]): Promise<void> {
   );
   const ratios: string[] = [];
   const versus: string[] = [];
+  const refusals: string[] = [];
   const atLargestK: Array<{ scene: Scene; rate: number }> = [];
   const largestK = Math.max(...options.clients);
   for (const scene of options.scenes) {
@@ -670,7 +721,7 @@ export default async function (args: string[]): Promise<void> {
       const rate = new Map<string, number>();
       for (const mode of options.modes) {
         for (const c of options.connections) {
-          rate.set(`${mode} ${c}`, await runOnce(options, scene, mode, c, k));
+          rate.set(`${mode} ${c}`, await runOnce(options, scene, mode, c, k, "ours", refusals));
           if (options.against === undefined) continue;
           const theirs = await runOnce(options, scene, mode, c, k, "against");
           versus.push(`| ${scene.name}/${scene.pick} | ${k} | ${mode} ${c} | ${(rate.get(`${mode} ${c}`)! / theirs).toFixed(2)} |`);
@@ -685,6 +736,11 @@ export default async function (args: string[]): Promise<void> {
     }
   }
   if (ratios.length > 0) process.stdout.write(`\n| scene/pick | K | connections | POST /claims claims/s ÷ loop claims/s |\n|---|---|---|---|\n${ratios.join("\n")}\n`);
+  if (refusals.length > 0) {
+    process.stdout.write(
+      `\n| scene/pick | K of the run | POST /claims refused, p50 ms | GET /allocation_candidates empty, p50 ms | ÷ |\n|---|---|---|---|---|\n${refusals.join("\n")}\n`,
+    );
+  }
   if (versus.length > 0) process.stdout.write(`\n| scene/pick | K | mode, connections | our claims/s ÷ the --against build's |\n|---|---|---|---|\n${versus.join("\n")}\n`);
   if (atLargestK.length === 0 || options.pgbenchSeconds <= 0) return;
   const limit = await pgbench(options.adminUrl, largestK, options.pgbenchSeconds, LARGE_FLAVOUR);
