@@ -574,8 +574,10 @@ async function refusalCost(base: string, scene: Scene): Promise<{ refused: numbe
     started = performance.now();
     const res = await send("GET", `${base}/allocation_candidates?resources=${resourcesOf(flavour)}${querySuffix(scene)}`, "1.39");
     empty.push(performance.now() - started);
-    const answer = JSON.parse(res.body.toString()) as CandidatesBody;
-    if (res.status !== 200 || answer.allocation_requests.length > 0) throw new Error(`a full cloud answered GET /allocation_candidates ${res.status} with candidates`);
+    const text = res.body.toString();
+    if (res.status !== 200 || (JSON.parse(text) as CandidatesBody).allocation_requests.length > 0) {
+      throw new Error(`a full cloud answered GET /allocation_candidates ${res.status}, not an empty answer: ${text.slice(0, 500)}`);
+    }
   }
   const median = (list: number[]) => percentile([...list].sort((a, b) => a - b), 50);
   return { refused: median(refused), empty: median(empty) };
