@@ -12,7 +12,7 @@ import { badRequest } from "../http/errors.js";
 import { declareRoute } from "../http/routing.js";
 import { POST_CLAIMS } from "../schemas/claims.js";
 import { answerShape } from "../services/candidates/answer-shape.js";
-import { claim } from "../services/claims.js";
+import { claimWhileReading, type ClaimChoice } from "../services/claims.js";
 import { candidatesRequest } from "./candidates-request.js";
 
 export function claimRoutes(deps: RouteDeps): Hono<AppEnv> {
@@ -20,24 +20,25 @@ export function claimRoutes(deps: RouteDeps): Hono<AppEnv> {
   declareRoute(app, "/claims", {
     POST: async (c) => {
       const { mv, query } = candidatesRequest(c, "placement:claims:create");
-      const body = await readJsonBody(c, POST_CLAIMS.at(mv));
-      const uuids = body.consumers.map((x) => x.consumer_uuid);
-      const repeated = uuids.find((u, i) => uuids.indexOf(u) !== i);
-      if (repeated) throw badRequest(`Consumer ${repeated} is named more than once.`);
-      const outcome = await claim(deps.store, deps.services.candidates, {
-        query,
-        shape: answerShape(mv),
-        consumers: body.consumers.map((x) => ({
-          consumerUuid: x.consumer_uuid,
-          projectId: x.project_id,
-          userId: x.user_id,
-          // As PUT /allocations: the type is stored from 1.38.
-          consumerType: mv.atLeast("1.38") ? x.consumer_type : undefined,
-        })),
-        pick: body.pick,
-        alternates: body.alternates,
-        allOrNothing: body.all_or_nothing,
+      // Read while the first answer is (claimWhileReading); its errors come first.
+      const choice = readJsonBody(c, POST_CLAIMS.at(mv)).then((body): ClaimChoice => {
+        const uuids = body.consumers.map((x) => x.consumer_uuid);
+        const repeated = uuids.find((u, i) => uuids.indexOf(u) !== i);
+        if (repeated) throw badRequest(`Consumer ${repeated} is named more than once.`);
+        return {
+          consumers: body.consumers.map((x) => ({
+            consumerUuid: x.consumer_uuid,
+            projectId: x.project_id,
+            userId: x.user_id,
+            // As PUT /allocations: the type is stored from 1.38.
+            consumerType: mv.atLeast("1.38") ? x.consumer_type : undefined,
+          })),
+          pick: body.pick,
+          alternates: body.alternates,
+          allOrNothing: body.all_or_nothing,
+        };
       });
+      const outcome = await claimWhileReading(deps.store, deps.services.candidates, { query, shape: answerShape(mv) }, choice);
       const mappings = mv.atLeast("1.34");
       return c.json({
         claims: outcome.claims.map((x) => ({ consumer_uuid: x.consumerUuid, allocations: x.allocations, consumer_generation: x.consumerGeneration })),

@@ -16,7 +16,8 @@
  *    which over a flat answer they do by index, building only the
  *    candidates they hand out).
  *    No answer at all is a 409 at once, at the cost of an empty candidates
- *    answer.
+ *    answer. The first answer depends only on the query, so POST /claims
+ *    reads it while the body arrives and is checked (claimWhileReading).
  * 2. A claim of one consumer whose best candidates are each on one provider
  *    (every candidate of a flat cloud) is written by one statement, its own
  *    transaction (claims-statement.ts, whose header says why it can neither
@@ -161,22 +162,45 @@ class MustRestart extends Error {}
 /** A consumer found no candidate and the answer was stale: roll back and answer again. */
 class Stale extends Error {}
 
+/** What a claim takes from POST /claims' body: who claims and how to choose. */
+export type ClaimChoice = Omit<ClaimRequest, "query" | "shape">;
+
 /**
  * Throws ClaimRefused (nothing claimed), GenerationConflict (a consumer
  * exists), ConcurrentUpdate, or the candidates answer's own 400s.
  */
-export async function claim(
+export function claim(
   store: Store,
   candidates: Pick<CandidatesAnswerer, "answer">,
   req: ClaimRequest,
   paths: ClaimPaths = { oneStatement: true },
 ): Promise<ClaimOutcome> {
+  return claimWhileReading(store, candidates, req, Promise.resolve(req), paths);
+}
+
+/**
+ * A claim whose choice (POST /claims' body) is still being read: the first
+ * answer depends only on the query, so it is read meanwhile, and a request
+ * spends the time its body takes to arrive and be checked waiting for the
+ * database's answer instead. A failed `choice` is the claim's failure
+ * whatever the answer does (the body is checked before the query's names,
+ * as when the one waited for the other).
+ */
+export async function claimWhileReading(
+  store: Store,
+  candidates: Pick<CandidatesAnswerer, "answer">,
+  target: Pick<ClaimRequest, "query" | "shape">,
+  choice: Promise<ClaimChoice>,
+  paths: ClaimPaths = { oneStatement: true },
+): Promise<ClaimOutcome> {
+  const first = answerOf(candidates, target);
+  // Seen below only once the choice is known; a choice that fails leaves its failure unread.
+  first.catch(() => undefined);
+  const req: ClaimRequest = { ...(await choice), ...target };
   let considered = 0;
   for (let round = 1; ; round++) {
     // 1. The answer, outside any transaction.
-    const sink = new CollectingSink(req.query);
-    await candidates.answer(req.query, req.shape, sink, "preference");
-    const found = sink.answer();
+    const found = round === 1 ? await first : await answerOf(candidates, req);
     if (found.size === 0) throw new ClaimRefused(considered === 0 ? { reason: "no candidates" } : { reason: "no fit", considered });
     considered = Math.max(considered, found.size);
     // 2. One statement when the claim allows it (claims-statement.ts), else or when it wrote nothing one transaction;
@@ -187,6 +211,13 @@ export async function claim(
     if (outcome) return outcome;
     store.onRetry?.("claim_stale");
   }
+}
+
+/** The candidates, as GET /allocation_candidates answers them, in preference order. */
+async function answerOf(candidates: Pick<CandidatesAnswerer, "answer">, target: Pick<ClaimRequest, "query" | "shape">): Promise<CollectedAnswer> {
+  const sink = new CollectingSink(target.query);
+  await candidates.answer(target.query, target.shape, sink, "preference");
+  return sink.answer();
 }
 
 /** One round's transaction, run again whole on MustRestart (and on deadlock by writeTransaction); undefined when it found the answer stale. */

@@ -177,6 +177,19 @@ describe("POST /claims refusals", () => {
     expect([res.status, res.body.errors[0].detail]).toEqual([400, expect.stringContaining(`Consumer ${twice.consumer_uuid} is named more than once.`)]);
   });
 
+  it("words the body's errors before the query's unknown names, though the answer is read while the body is", async () => {
+    const twice = consumer();
+    for (const query of ["resources=CUSTOM_NOPE:1", "resources=VCPU:1&required=CUSTOM_NOPE"]) {
+      const bad = await post(query, { consumers: [] });
+      expect([bad.status, bad.body.errors[0].detail]).toEqual([400, expect.stringContaining("JSON does not validate")]);
+      const repeated = await post(query, claimBody({}, [twice, twice]));
+      expect([repeated.status, repeated.body.errors[0].detail]).toEqual([400, expect.stringContaining("is named more than once")]);
+      const unsupported = await t.request("POST", `/claims?${query}`, { body: "x", headers: { "content-type": "text/plain" } });
+      expect(unsupported.status).toBe(415);
+    }
+    expect(await t.sql("SELECT 1 FROM consumers WHERE uuid = $1", [twice.consumer_uuid])).toEqual([]);
+  });
+
   it("does not exist before 1.10, as GET /allocation_candidates; other methods get 405", async () => {
     expect((await post("resources=VCPU:1", claimBody(), "1.9")).status).toBe(404);
     const res = await t.request("GET", "/claims");
