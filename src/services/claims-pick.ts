@@ -66,13 +66,15 @@ export class CandidateView {
       return;
     }
     if (this.pick === "random") {
-      // Fisher-Yates one draw at a time: a uniform order, paid for only as far as it is read.
-      const left = new Int32Array(n);
-      for (let i = 0; i < n; i++) left[i] = i;
+      // Fisher-Yates one draw at a time: a uniform order, paid for only as far as it is read. Only the
+      // positions a draw moved are kept (any other still holds its own index): a claim reads a few
+      // candidates of a thousand, and an array of them all, made per claim, was memory outside the
+      // heap for the garbage collector to sweep.
+      const moved = new Map<number, number>();
       for (let end = n; end > 0; end--) {
         const j = Math.floor(this.random() * end);
-        const i = left[j];
-        left[j] = left[end - 1];
+        const i = moved.get(j) ?? j;
+        moved.set(j, moved.get(end - 1) ?? end - 1);
         if (this.fitsAt(i)) yield this.found.candidate(i);
       }
       return;

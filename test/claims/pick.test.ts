@@ -73,6 +73,21 @@ describe("CandidateView", () => {
     expect(new Set(draws.map((d) => d.join(","))).size).toBeGreaterThan(1);
   });
 
+  it("random hands out the order Fisher-Yates draws from the same numbers", () => {
+    const n = 50;
+    const order = providersOf(new CandidateView(answer(Array.from({ length: n }, (): [number, number] => [4, 0])), "random", seeded(11)).ordered());
+    // The shuffle over an array of every index, drawing from the same sequence.
+    const draw = seeded(11);
+    const left = Array.from({ length: n }, (_, i) => i);
+    const expected: number[] = [];
+    for (let end = n; end > 0; end--) {
+      const j = Math.floor(draw() * end);
+      expected.push(left[j] + 1);
+      left[j] = left[end - 1];
+    }
+    expect(order).toEqual(expected);
+  });
+
   it("random and first build only the candidates read", () => {
     for (const pick of ["random", "first"] as const) {
       const found = answer(Array.from({ length: 1000 }, (): [number, number] => [8, 0]));
