@@ -230,10 +230,10 @@ export async function claimInOneStatement(
         consumer.projectId,
         consumer.userId,
         consumer.consumerType ?? null,
-        window.map(providerOf),
-        offered.map((r) => r.providerId),
-        offered.map((r) => r.resourceClassId),
-        offered.map((r) => r.amount),
+        intArray(window.map(providerOf)),
+        intArray(offered.map((r) => r.providerId)),
+        intArray(offered.map((r) => r.resourceClassId)),
+        intArray(offered.map((r) => r.amount)),
       ],
     });
     const row = res.rows[0];
@@ -250,6 +250,16 @@ export async function claimInOneStatement(
   } finally {
     client.release(broken);
   }
+}
+
+/**
+ * Integers as PostgreSQL's array literal. pg's own conversion quotes and
+ * escapes each element through two regular expressions, and a claim sends
+ * four arrays of up to FIRST_FREE_BATCH hosts times their classes.
+ */
+function intArray(values: readonly number[]): string {
+  for (const v of values) if (!Number.isSafeInteger(v)) throw new Error(`not an integer: ${v}`);
+  return `{${values.join(",")}}`;
 }
 
 /** The leading run of one-provider candidates of `ordered`, the first per provider, at most FIRST_FREE_BATCH. */
