@@ -80,17 +80,28 @@ export class CandidateView {
       return;
     }
     const sign = this.pick === "pack" ? -1 : 1;
-    const fill = new Float64Array(n);
-    const fitting: number[] = [];
+    const fill = new Array<number>(n).fill(0);
+    const heap: number[] = [];
     for (let i = 0; i < n; i++) {
       if (!this.fitsAt(i)) continue;
       fill[i] = this.fillAt(i);
-      fitting.push(i);
+      heap.push(i);
     }
-    // Ties keep the answer's order.
-    fitting.sort((a, b) => sign * (fill[a] - fill[b]) || a - b);
-    // Checked again as handed out: a candidate refused since the sort is skipped.
-    for (const i of fitting) if (this.fitsAt(i)) yield this.found.candidate(i);
+    // A binary heap, best on top, read off one candidate at a time: a claim takes one of the first few, and
+    // sorting a thousand fitting candidates for it cost more than the rest of its answer. Ties keep the
+    // answer's order, so the order is the sort's.
+    const before = (a: number, b: number) => {
+      const d = sign * (fill[a] - fill[b]);
+      return d !== 0 ? d < 0 : a < b;
+    };
+    for (let k = (heap.length >> 1) - 1; k >= 0; k--) siftDown(heap, k, heap.length, before);
+    for (let size = heap.length; size > 0; size--) {
+      const i = heap[0];
+      heap[0] = heap[size - 1];
+      siftDown(heap, 0, size - 1, before);
+      // Checked again as handed out: a candidate refused since the heap was made is skipped.
+      if (this.fitsAt(i)) yield this.found.candidate(i);
+    }
   }
 
   /** A claim of `c` was written: its amounts are used now. */
@@ -137,6 +148,20 @@ export class CandidateView {
     for (const t of u.takes) sum += fillOf(u.capacity(i, t.classId), u.used(i, t.classId) + this.usedHere(p, t.classId) + t.amount);
     return u.takes.length > 0 ? sum / u.takes.length : 0;
   }
+}
+
+/** Moves heap[k] down the first `size` places of the heap until neither child comes before it. */
+function siftDown(heap: number[], k: number, size: number, before: (a: number, b: number) => boolean): void {
+  const item = heap[k];
+  for (;;) {
+    let child = 2 * k + 1;
+    if (child >= size) break;
+    if (child + 1 < size && before(heap[child + 1], heap[child])) child++;
+    if (!before(heap[child], item)) break;
+    heap[k] = heap[child];
+    k = child;
+  }
+  heap[k] = item;
 }
 
 /** An inventory's share used once `used` is: 1 when it has no capacity. */

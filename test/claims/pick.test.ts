@@ -146,6 +146,20 @@ describe("CandidateView", () => {
     expect(providersOf(new CandidateView(answer(providers), "first").ordered())).toEqual([1, 2, 3, 4]);
   });
 
+  it("pack and spread hand out the order a full sort of the fitting candidates gives, ties in the answer's order", () => {
+    const draw = seeded(5);
+    const int = (n: number) => Math.floor(draw() * n);
+    for (let round = 0; round < 100; round++) {
+      // Few distinct amounts, so many candidates tie.
+      const providers = Array.from({ length: 1 + int(300) }, (): [number, number] => [4, int(5)]);
+      const fits = providers.map(([capacity, used], i) => ({ id: i + 1, fits: used + 1 <= capacity, fill: (used + 1) / capacity }));
+      for (const [pick, sign] of [["pack", -1], ["spread", 1]] as const) {
+        const sorted = fits.filter((p) => p.fits).sort((a, b) => sign * (a.fill - b.fill) || a.id - b.id);
+        expect(providersOf(new CandidateView(answer(providers), pick).ordered()), `round ${round}, ${pick}`).toEqual(sorted.map((p) => p.id));
+      }
+    }
+  });
+
   it("what this claim placed and what was refused under the locks no longer fit", () => {
     const found = answer([[4, 2], [4, 0], [4, 0]], 2);
     const view = new CandidateView(found, "first");
