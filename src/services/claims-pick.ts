@@ -88,8 +88,8 @@ export class CandidateView {
       heap.push(i);
     }
     // A binary heap, best on top, read off one candidate at a time: a claim takes one of the first few, and
-    // sorting a thousand fitting candidates for it cost more than the rest of its answer. Ties keep the
-    // answer's order, so the order is the sort's.
+    // a sort of every fitting candidate would compare them n log n times for it, at every ordering. Ties keep
+    // the answer's order, so the order is the sort's.
     const before = (a: number, b: number) => {
       const d = sign * (fill[a] - fill[b]);
       return d !== 0 ? d < 0 : a < b;

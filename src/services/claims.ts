@@ -12,9 +12,9 @@
  *    pick. A claim mostly takes one of the first candidates it tries, so
  *    both are lazy: a flat answer keeps its anchors and builds a candidate
  *    when it is first tried, and pick random or first checks and hands out
- *    candidates one at a time (pack and spread must sort them all first,
- *    which over a flat answer they do by index, building only the
- *    candidates they hand out).
+ *    candidates one at a time (pack and spread must weigh them all first,
+ *    which over a flat answer they do by index, then hand them out best
+ *    first off a heap, building only the candidates they hand out).
  *    No answer at all is a 409 at once, at the cost of an empty candidates
  *    answer. The first answer depends only on the query, so POST /claims
  *    reads it while the body arrives and is checked (claimWhileReading).
