@@ -194,7 +194,7 @@ export async function claimWhileReading(
   paths: ClaimPaths = { oneStatement: true },
 ): Promise<ClaimOutcome> {
   const first = answerOf(candidates, target);
-  // Seen below only once the choice is known; a choice that fails leaves its failure unread.
+  // Awaited below only once the choice is known; when the choice fails, the answer's own failure goes unread.
   first.catch(() => undefined);
   const req: ClaimRequest = { ...(await choice), ...target };
   let considered = 0;
