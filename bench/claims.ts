@@ -151,7 +151,9 @@ function scenesOf(cloud: string | undefined, get: (name: string) => string | und
   }
 }
 
-const querySuffix = (scene: Scene) => `${scene.aggregate ? `&member_of=${AGGREGATE}` : ""}&limit=${scene.limit}`;
+/** The query string a scheduler asks with, for GET /allocation_candidates and POST /claims alike. */
+const candidatesQuery = (scene: Scene, flavour: Resources) =>
+  `resources=${resourcesOf(flavour)}${scene.aggregate ? `&member_of=${AGGREGATE}` : ""}&limit=${scene.limit}`;
 const resourcesOf = (flavour: Resources) =>
   Object.entries(flavour)
     .map(([k, v]) => `${k}:${v}`)
@@ -354,7 +356,7 @@ function packedCandidate(body: CandidatesBody, claim: Record<string, number>): s
 const postClaim = (send: Send, base: string, scene: Scene, flavour: Resources, consumer: string) =>
   send(
     "POST",
-    `${base}/claims?resources=${resourcesOf(flavour)}${querySuffix(scene)}`,
+    `${base}/claims?${candidatesQuery(scene, flavour)}`,
     "1.39",
     JSON.stringify({ consumers: [{ consumer_uuid: consumer, project_id: "bench-project", user_id: "bench-user", consumer_type: "INSTANCE" }], pick: scene.pick }),
   );
@@ -397,7 +399,7 @@ async function scheduler(base: string, scene: Scene, mode: Mode, send: Send, not
       const choices = (JSON.parse(res.body.toString()) as { resource_providers: Array<{ uuid: string }> }).resource_providers.map((p) => p.uuid);
       node = choices[Math.floor(Math.random() * choices.length)];
     } else {
-      const res = await send("GET", `${base}/allocation_candidates?resources=${resources}${querySuffix(scene)}`, "1.39");
+      const res = await send("GET", `${base}/allocation_candidates?${candidatesQuery(scene, flavour)}`, "1.39");
       if (res.status !== 200) throw new Error(`unexpected ${res.status} from GET /allocation_candidates: ${res.body.toString().slice(0, 500)}`);
       node = scene.pick === "random" ? randomCandidate(res.body) : packedCandidate(JSON.parse(res.body.toString()) as CandidatesBody, flavour);
     }
@@ -568,7 +570,7 @@ const REFUSAL_ROUNDS = 40;
 /**
  * On a cloud the run filled, what a claim that nothing fits costs against
  * the empty answer GET /allocation_candidates gives the same query (the
- * extension promises no more): one scheduler alternates the two,
+ * issue asks for no more; extensions.md says about as much): one scheduler alternates the two,
  * REFUSAL_ROUNDS of each, over one kept-alive connection, after the timing.
  * Returns the p50 latency of each in ms.
  */
@@ -583,7 +585,7 @@ async function refusalCost(base: string, scene: Scene): Promise<{ refused: numbe
     refused.push(performance.now() - started);
     if (claim.status !== 409) throw new Error(`a full cloud answered POST /claims ${claim.status}: ${claim.body.toString().slice(0, 500)}`);
     started = performance.now();
-    const res = await send("GET", `${base}/allocation_candidates?resources=${resourcesOf(flavour)}${querySuffix(scene)}`, "1.39");
+    const res = await send("GET", `${base}/allocation_candidates?${candidatesQuery(scene, flavour)}`, "1.39");
     empty.push(performance.now() - started);
     const text = res.body.toString();
     if (res.status !== 200 || (JSON.parse(text) as CandidatesBody).allocation_requests.length > 0) {
@@ -634,7 +636,7 @@ async function warmPlacements(base: string, place: (tally: Tally) => Promise<unk
 async function warmUp(base: string, scene: Scene, workers: number): Promise<void> {
   const send = sender("close");
   for (let i = 0; i < Math.max(1, workers) * 2; i++) {
-    const res = await send("GET", `${base}/allocation_candidates?resources=${resourcesOf(scene.flavours[0])}${querySuffix(scene)}`, "1.39");
+    const res = await send("GET", `${base}/allocation_candidates?${candidatesQuery(scene, scene.flavours[0])}`, "1.39");
     if (res.status !== 200) throw new Error(`unexpected ${res.status} from GET /allocation_candidates: ${res.body.toString().slice(0, 500)}`);
   }
 }
@@ -709,8 +711,8 @@ ${statement.sql.replace(/\s*\n\s*/g, " ").trim()};
 /**
  * Writes out what earlier runs left dirty before a timed phase, so that no
  * run (pgbench's included) pays for a checkpoint the ones before it caused:
- * each scene writes a cloud of 1,000 nodes, and a checkpoint falling inside
- * pgbench's few seconds took a third off its rate. Skipped for a role
+ * each scene writes a cloud of 1,000 nodes, whose writing out may otherwise
+ * fall inside the few seconds of the next timed phase. Skipped for a role
  * without the right to (neither superuser nor pg_checkpoint).
  */
 async function checkpoint(db: pg.Client): Promise<void> {
