@@ -16,10 +16,13 @@
  *    snapshot (fresher than the answer, so hosts filled since it are passed
  *    over without a lock; only a hint, see below) and that no other writer
  *    holds (FOR NO KEY UPDATE SKIP LOCKED, LIMIT 1): it never waits for a
- *    provider. Its waiting form (`lock: "wait"`, run when every provider
- *    with room was held) locks the first of them with room in its snapshot,
- *    waiting for its holder, so a claim learns what the holder left as soon
- *    as it commits instead of holding a transaction open to find out;
+ *    provider. It visits them one at a time in that order and stops at the
+ *    first it takes, so a claim whose best candidate is free reads that one
+ *    provider's rows, not the whole batch's. Its waiting form (`lock:
+ *    "wait"`, run when every provider with room was held) locks the first of
+ *    them with room in its snapshot, waiting for its holder, so a claim
+ *    learns what the holder left as soon as it commits instead of holding a
+ *    transaction open to find out;
  * 3. locks that provider's inventory rows of the candidate's classes, in id
  *    order (FOR UPDATE, as the usage trigger locks them), and checks the
  *    capacity rule against the values of those locked rows;
@@ -64,6 +67,7 @@
 import { sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { isRetryable, poolOf, type Db } from "../db/database.js";
+import { sqlState } from "../db/sql-state.js";
 import { namedText } from "../db/prepared.js";
 import { rootCause } from "../root-cause.js";
 import type { Candidate } from "./candidates/combine.js";
@@ -71,8 +75,9 @@ import { hasRoomForSql, unitsAllowSql } from "./rules/capacity.js";
 
 /**
  * Providers offered to one statement: enough that K claimers packing the same
- * hosts find a free one in one round trip, few enough that ordering them by
- * their place in the list (array_position, linear in the list) stays cheap.
+ * hosts find a free one in one round trip. The statement stops at the first
+ * it takes, so the bound is on the work of a claim that finds every one
+ * taken or full: a room check and a lock attempt for each.
  */
 export const FIRST_FREE_BATCH = 32;
 
@@ -107,6 +112,18 @@ const NOT_WRITTEN = "placement claim not written:";
  * the claims bench gives its text to pgbench on one line. Returns one row, the provider taken and its
  * generation after the claim, or fails with an invalid_text_representation
  * error (22P02) whose text says why nothing was written.
+ *
+ * How `chosen` reads as little as it can: the window is read in its order
+ * (WITH ORDINALITY, whose order the plan keeps, so ORDER BY place needs no
+ * sort) and LIMIT 1 ends the walk at the first provider locked, so a claim
+ * whose best candidate is free checks the room of that one provider only.
+ * Each provider's room is a scalar count, evaluated as the walk reaches it:
+ * written as NOT EXISTS, the planner made it an anti-join over the whole
+ * window, checked before the first lock. The lock is the query's own
+ * (LockRows under the LIMIT), so it takes one provider at most whatever the
+ * plan: a locking subquery joined laterally would lock every provider a sort
+ * above it read. `seen` and `fitting` are read only when nothing was taken,
+ * to say whether the window was busy or full.
  */
 export function claimStatement(v: ClaimStatementValues, lock: ProviderLock = "skip"): SQL {
   return sql`
@@ -129,10 +146,13 @@ export function claimStatement(v: ClaimStatementValues, lock: ProviderLock = "sk
         SELECT FROM offered o LEFT JOIN seen s ON s.resource_provider_id = o.provider_id AND s.resource_class_id = o.class_id
         WHERE o.provider_id = w.id AND (s.resource_provider_id IS NULL OR NOT (${sql.raw(hasRoomForSql("s", "o.used"))})))
     ), chosen AS MATERIALIZED (
-      SELECT id FROM resource_providers
-      WHERE id = ANY(ARRAY(SELECT id FROM fitting)) AND EXISTS (SELECT FROM consumer)
-      ORDER BY array_position(${v.window}::int[], id) LIMIT 1
-      FOR NO KEY UPDATE ${lock === "skip" ? sql`SKIP LOCKED` : sql``}
+      SELECT rp.id FROM unnest(${v.window}::int[]) WITH ORDINALITY AS w(id, place)
+      JOIN resource_providers rp ON rp.id = w.id
+      WHERE EXISTS (SELECT FROM consumer) AND (
+        SELECT count(*) FROM offered o LEFT JOIN inventories s ON s.resource_provider_id = o.provider_id AND s.resource_class_id = o.class_id
+        WHERE o.provider_id = w.id AND (s.resource_provider_id IS NULL OR NOT (${sql.raw(hasRoomForSql("s", "o.used"))}))) = 0
+      ORDER BY w.place LIMIT 1
+      FOR NO KEY UPDATE OF rp ${lock === "skip" ? sql`SKIP LOCKED` : sql``}
     ), inv AS MATERIALIZED (
       SELECT i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio, i.used
       FROM inventories i
@@ -190,7 +210,7 @@ export interface OneStatementClaim {
 }
 
 /** What the statement did: the candidate it wrote and its provider's generation now, or why it wrote nothing. */
-export type StatementOutcome = { written: Candidate; generation: number } | { notWritten: NotWritten } | { retryable: true };
+export type StatementOutcome = { written: Candidate; generation: number } | { notWritten: NotWritten } | { retryable: string };
 
 /** The statement's text with its values as parameters $1 to $8, in ClaimStatementValues' order, made once per form. */
 function statementText(lock: ProviderLock): string {
@@ -245,7 +265,7 @@ export async function claimInOneStatement(
     if (why) return { notWritten: why };
     broken = err as Error;
     // A deadlock or serialization failure rolled it back whole: the transaction path runs it again.
-    if (isRetryable(err)) return { retryable: true };
+    if (isRetryable(err)) return { retryable: sqlState(err) ?? "unknown" };
     throw err;
   } finally {
     client.release(broken);

@@ -341,7 +341,11 @@ async function oneStatement(store: Store, found: CollectedAnswer, req: ClaimRequ
       const generations = new Map([[providerOf(outcome.written), outcome.generation]]);
       return shapeOutcome(found, view, [{ consumer: { uuid: consumer.consumerUuid, generation: 0 }, candidate: outcome.written }], generations, [], req.alternates);
     }
-    if (!("notWritten" in outcome)) return undefined;
+    if ("retryable" in outcome) {
+      // Counted as a transaction's retry is, so a statement's deadlocks show in the metrics too.
+      store.onRetry?.(outcome.retryable);
+      return undefined;
+    }
     const why = outcome.notWritten;
     if (why.why === "consumer") return undefined;
     // Someone took the room since the answer (or, after the wait, deleted the providers that had it): those

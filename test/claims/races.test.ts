@@ -28,6 +28,11 @@ type Send = (method: string, path: string, body?: unknown) => Promise<Reply>;
 let t: Harness;
 let servers: ServerProcess[] = [];
 const transports: Record<string, Send> = {};
+/** Each transport's deadlocks so far, as its servers' metrics count them (every retry after PostgreSQL's 40P01). */
+const deadlocks: Record<string, () => Promise<number>> = {};
+
+const DEADLOCK_RETRIES = /^placement_db_transaction_retries_total\{cause="deadlock"\} ([0-9]+)$/m;
+const deadlocksIn = (exposition: string) => Number(DEADLOCK_RETRIES.exec(exposition)?.[1] ?? 0);
 
 beforeAll(async () => {
   t = await startHarness({ poolSize: CLIENTS + 4 });
@@ -36,7 +41,8 @@ beforeAll(async () => {
     const res = await t.request(method, path, { body, version: "1.39" });
     return { status: res.status, body: res.body, sent, received: performance.now() };
   };
-  const env = { DATABASE_URL: t.url, LOG_LEVEL: "warn", PLACEMENT_DB_POOL_SIZE: String(CLIENTS / 2 + 2) };
+  deadlocks["one process"] = async () => deadlocksIn(await t.metrics.registry.metrics());
+  const env = { DATABASE_URL: t.url, LOG_LEVEL: "warn", PLACEMENT_DB_POOL_SIZE: String(CLIENTS / 2 + 2), PLACEMENT_METRICS_ON_API_PORT: "true" };
   servers = await Promise.all([startServerProcess(env, 60_000), startServerProcess(env, 60_000)]);
   let next = 0;
   transports["two processes"] = async (method, path, body) => {
@@ -49,6 +55,12 @@ beforeAll(async () => {
     });
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : undefined, sent, received: performance.now() };
+  };
+  deadlocks["two processes"] = async () => {
+    const counts = await Promise.all(
+      servers.map(async (server) => deadlocksIn(await (await fetch(`${server.baseUrl}/metrics`, { headers: { "x-auth-token": "admin" } })).text())),
+    );
+    return counts.reduce((a, b) => a + b, 0);
   };
 }, 120_000);
 
@@ -83,11 +95,14 @@ function noEarly409(replies: Reply[]) {
 describe.each(["one process", "two processes"])("claim races (%s)", (mode) => {
   const send: Send = (...args) => transports[mode](...args);
 
-  it.each(["pack", "spread", "random"])("%s: claimers fill a cloud exactly, with no 409 while room was left", async (pick) => {
+  it.each(["pack", "spread", "random"])("%s: claimers fill a cloud exactly, with no 409 while room was left and no deadlock", async (pick) => {
     await emptyCloud(t);
     const nodes: Provider[] = [];
     for (let i = 0; i < 10; i++) nodes.push(await createProvider(t, { VCPU: { total: 4 }, MEMORY_MB: { total: 4096 } }));
+    const deadlocksBefore = await deadlocks[mode]();
     const replies = await fill(send, "resources=VCPU:1,MEMORY_MB:1024&limit=20", () => claimBody({ pick }));
+    // Claims alone take their locks in one order (claims.ts, claims-statement.ts): a deadlock would only be retried, unseen in the answers.
+    expect((await deadlocks[mode]()) - deadlocksBefore).toBe(0);
 
     expect(replies.filter((r) => r.status !== 200 && r.status !== 409).map((r) => r.body)).toEqual([]);
     const ok = replies.filter((r) => r.status === 200);
