@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- claims [--cloud large|nova|aggregate|flat] [--providers N] [--clients K[,K...]]
- *  [--mode M[,M...]] [--pick pack|random] [--limit L] [--claims M] [--workers W]
+ *  [--mode M[,M...]] [--pick pack|random] [--limit L] [--claims M] [--instances N[,N...]] [--workers W]
  *  [--connections keep-alive,close] [--warm-rounds R] [--pgbench-seconds S] [--against DIR]`
  *
  * K simulated schedulers place instances on a cloud through the real server
@@ -36,6 +36,11 @@
  * --connections: each scheduler's requests over one kept-alive connection (keep-alive), or each
  * request on a connection of its own, closed after it (close); a list runs each, interleaved like
  * the modes (default: keep-alive for the scenes, both for --cloud flat).
+ * --instances: in claim mode, each POST /claims asks for N consumers of one flavour (Nova's
+ * num_instances), as many as fit (all_or_nothing false, so a filled cloud still ends exactly full);
+ * every figure then counts instances: claims/s is instances per second, a latency is that of the
+ * request that claimed the instance. The loop places one instance per GET and PUT whatever N is.
+ * A list runs each scene once per count, one after the other (default 1).
  * --workers: the server's worker processes (default: half the machine's cores, at least one; see
  * DEFAULT_WORKERS).
  * --warm-rounds: before each timed run, the K schedulers place K instances in the measured mode and
@@ -86,6 +91,8 @@ interface Scene {
   limit: number;
   /** Stop after about this many successful claims (Infinity: fill until every scheduler is refused). */
   maxClaims: number;
+  /** claim mode: consumers per POST /claims, as many as fit (Nova's num_instances); 1 unless --instances. */
+  instances?: number;
 }
 
 const LARGE_NODE = { VCPU: 64, MEMORY_MB: 262144, DISK_GB: 1600 };
@@ -118,8 +125,14 @@ interface Options {
   against?: string;
 }
 
-/** The scenes for --cloud (undefined: the targets' scenes), with the flags that adjust them. */
+/** The scenes for --cloud (undefined: the targets' scenes), with the flags that adjust them; each once per --instances count. */
 function scenesOf(cloud: string | undefined, get: (name: string) => string | undefined): Scene[] {
+  const counts = (get("instances") ?? "1").split(",").map(Number);
+  for (const n of counts) if (!Number.isInteger(n) || n < 1) throw new Error(`--instances wants positive integers, not ${get("instances")}`);
+  return cloudScenes(cloud, get).flatMap((scene) => counts.map((instances) => ({ ...scene, instances })));
+}
+
+function cloudScenes(cloud: string | undefined, get: (name: string) => string | undefined): Scene[] {
   const num = (name: string) => (get(name) === undefined ? undefined : Number(get(name)));
   const pick = get("pick");
   if (pick !== undefined && pick !== "pack" && pick !== "random") throw new Error(`unknown --pick ${pick}`);
@@ -352,27 +365,36 @@ function packedCandidate(body: CandidatesBody, claim: Record<string, number>): s
   return nodes.reduce((best, n) => (fill(n) > fill(best) ? n : best));
 }
 
-/** One POST /claims of one instance of `flavour` for `consumer`. */
-const postClaim = (send: Send, base: string, scene: Scene, flavour: Resources, consumer: string) =>
+/** One POST /claims of `flavour` for `consumers`, one instance each (several: as many as fit). */
+const postClaim = (send: Send, base: string, scene: Scene, flavour: Resources, consumers: string[]) =>
   send(
     "POST",
     `${base}/claims?${candidatesQuery(scene, flavour)}`,
     "1.39",
-    JSON.stringify({ consumers: [{ consumer_uuid: consumer, project_id: "bench-project", user_id: "bench-user", consumer_type: "INSTANCE" }], pick: scene.pick }),
+    JSON.stringify({
+      consumers: consumers.map((c) => ({ consumer_uuid: c, project_id: "bench-project", user_id: "bench-user", consumer_type: "INSTANCE" })),
+      pick: scene.pick,
+      ...(consumers.length > 1 ? { all_or_nothing: false } : {}),
+    }),
   );
 
 /** claim mode: POST /claims until it answers that nothing fits. */
 async function claimer(base: string, scene: Scene, send: Send, tally: Tally): Promise<void> {
   while (tally.claims < scene.maxClaims) {
     const flavour = anyFlavour(scene);
-    const consumer = randomUUID();
+    const consumers = Array.from({ length: scene.instances ?? 1 }, () => randomUUID());
     const started = performance.now();
-    const res = await postClaim(send, base, scene, flavour, consumer);
+    const res = await postClaim(send, base, scene, flavour, consumers);
     if (res.status === 200) {
-      tally.claims++;
-      tally.latencies.push(performance.now() - started);
+      // One instance each: all of them, or (several, as many as fit) those the answer lists as claimed.
+      const placed = consumers.length === 1 ? consumers : (JSON.parse(res.body.toString()) as { claims: Array<{ consumer_uuid: string }> }).claims.map((c) => c.consumer_uuid);
+      const latency = performance.now() - started;
+      for (const consumer of placed) {
+        tally.claims++;
+        tally.latencies.push(latency);
+        tally.acknowledged.push({ consumer, resources: Object.keys(flavour).length });
+      }
       tally.lastSuccessSent = Math.max(tally.lastSuccessSent, started);
-      tally.acknowledged.push({ consumer, resources: Object.keys(flavour).length });
       continue;
     }
     if (res.status === 409) tally.refusals.push(performance.now());
@@ -533,7 +555,7 @@ async function runOnce(
       if (mode === "claim") tally.conflicts = tally.refusals.filter((at) => at < tally.lastSuccessSent).length;
       const check = await invariants(db, scene, tally);
       const sorted = [...tally.latencies].sort((a, b) => a - b);
-      const label = `${mode}${mode === "direct" ? `/${options.view}` : ""}${mode === "candidates" || mode === "claim" ? `/${scene.pick}` : ""} ${connections}${build === "against" ? " (against)" : ""}`;
+      const label = `${mode}${mode === "direct" ? `/${options.view}` : ""}${mode === "candidates" || mode === "claim" ? `/${scene.pick}` : ""}${mode === "claim" && (scene.instances ?? 1) > 1 ? ` x${scene.instances}` : ""} ${connections}${build === "against" ? " (against)" : ""}`;
       // One row of the table the default export heads: markdown as printed, for docs/benchmarks.md.
       const row = [
         `${scene.name} ${scene.nodes}${scene.aggregate ? ` (aggregate of ${scene.aggregate})` : ""}`,
@@ -581,7 +603,7 @@ async function refusalCost(base: string, scene: Scene): Promise<{ refused: numbe
   const empty: number[] = [];
   for (let i = 0; i < REFUSAL_ROUNDS; i++) {
     let started = performance.now();
-    const claim = await postClaim(send, base, scene, flavour, randomUUID());
+    const claim = await postClaim(send, base, scene, flavour, [randomUUID()]);
     refused.push(performance.now() - started);
     if (claim.status !== 409) throw new Error(`a full cloud answered POST /claims ${claim.status}: ${claim.body.toString().slice(0, 500)}`);
     started = performance.now();

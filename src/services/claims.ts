@@ -59,11 +59,15 @@
  * takes the best candidate nobody else is writing right now. Candidates on
  * one provider each (all of a flat cloud's) are locked by one statement that
  * returns the first of their providers free of other writers (ORDER BY the
- * preference, LIMIT 1, SKIP LOCKED), so finding a free host among busy ones
- * costs one round trip, not one per busy host. Candidates
+ * preference, LIMIT 1, SKIP LOCKED) and with room for its candidate in the
+ * statement's snapshot, so finding a free host among busy ones costs one
+ * round trip, not one per busy host, and a host filled since the answer is
+ * passed over without a lock (locked, it would be held to the transaction's
+ * end, and claimers packing the same hosts would find it busy). Candidates
  * skipped as busy are tried again in a second pass that waits for the lock,
- * so a claim is refused only when every candidate was checked under its
- * locks and did not fit (no 409 while a fitting candidate existed).
+ * so a claim is refused only when every candidate was checked, under its
+ * locks or in the snapshot of a statement run after the answer, and did not
+ * fit (no 409 while a fitting candidate existed).
  *
  * Why the transaction cannot deadlock with the ordinary write path (the
  * statement's reasons are in claims-statement.ts)
@@ -101,6 +105,7 @@ import { consumerGenerationConflict, deleteConsumersWithoutAllocations, upsertCo
 import { CandidateView, type PickPolicy } from "./claims-pick.js";
 import { claimInOneStatement, FIRST_FREE_BATCH, firstWindow, onOneProvider, providerOf } from "./claims-statement.js";
 import { CapacityExceeded, ClaimRefused } from "./errors.js";
+import { hasRoomForSql } from "./rules/capacity.js";
 import { writeTransaction, type Store } from "./store.js";
 
 export interface ClaimConsumer {
@@ -427,11 +432,13 @@ class Lookahead<T> {
 
 /**
  * The run of candidates on one provider each that `ordered` starts with,
- * best first: lock the first of their providers that nobody else holds (one
- * statement per FIRST_FREE_BATCH providers, taken from the run as it goes;
- * SKIP LOCKED, so it never waits), try its candidates, and go on past it
- * while none fits. Those whose provider was skipped as held by another writer
- * go to `busy`. Returns with the run consumed, or with the candidate claimed.
+ * best first: lock the first of their providers that nobody else holds and
+ * that has room in the statement's snapshot (lockFirstFree: one statement per
+ * FIRST_FREE_BATCH providers, taken from the run as it goes; SKIP LOCKED, so
+ * it never waits), try its candidates, and go on past it while none fits.
+ * Those whose provider was skipped as held by another writer go to `busy`;
+ * those passed over as full are refused (the answer was stale). Returns with
+ * the run consumed, or with the candidate claimed.
  */
 async function firstFree(
   tx: Tx,
@@ -455,21 +462,60 @@ async function firstFree(
       }
     }
     if (window.length === 0) return undefined;
-    // Rows this transaction holds already are not skipped: they come back first if they come first.
-    const res = await executePrepared<{ id: number; generation: number }>(tx, sql`
-      SELECT id, generation FROM resource_providers WHERE id = ANY(${sql.param(ids)}::int[])
-      ORDER BY array_position(${sql.param(ids)}::int[], id) LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED`, "pl_claim_first_free_provider");
-    const row = res.rows[0];
-    heldNow(held, res.rows);
-    for (const id of row ? ids.slice(0, ids.indexOf(row.id)) : ids) skipped.add(id);
+    const { row, full } = await lockFirstFree(tx, ids, window);
+    heldNow(held, row ? [row] : []);
+    const passed = row ? ids.slice(0, ids.indexOf(row.id)) : ids;
+    for (const id of passed) if (!full.has(id)) skipped.add(id);
     busy.push(...window.filter((c) => skipped.has(providerOf(c))));
+    // Filled since the answer, by the statement's snapshot: passed over without a lock, as stale.
+    const filled = window.filter((c) => full.has(providerOf(c)) && passed.includes(providerOf(c)));
+    for (const c of filled) outcome(c, "refused");
     if (row) {
       for (const c of window.filter((c) => providerOf(c) === row.id)) {
         if (outcome(c, await write(tx, found, consumer, c, [row.id], held))) return c;
       }
     }
-    window = window.filter((c) => !skipped.has(providerOf(c)) && providerOf(c) !== row?.id);
+    window = window.filter((c) => !skipped.has(providerOf(c)) && !filled.includes(c) && providerOf(c) !== row?.id);
   }
+}
+
+/**
+ * Locks the first of `ids` (in their order) that has room for one of its
+ * candidates of `window` in the statement's snapshot and that no other writer
+ * holds (SKIP LOCKED); `full` names those of `ids` with room for none. A host the
+ * answer had room on but later commits filled is so passed over without a
+ * lock: locked, it would be refused under the lock and held until the
+ * transaction ends, and other claimers would find it busy. The check is
+ * only a hint, as in claims-statement.ts: write() checks the locked rows.
+ * Rows this transaction holds already are not skipped: they come back first
+ * if they come first, and its own writes count in the snapshot.
+ */
+async function lockFirstFree(
+  tx: Tx,
+  ids: number[],
+  window: readonly Candidate[],
+): Promise<{ row?: { id: number; generation: number }; full: Set<number> }> {
+  // Each resource of each candidate, with the candidate's place in `window`.
+  const offered = window.flatMap((c, i) => (ids.includes(providerOf(c)) ? c.resources.map((r) => ({ candidate: i, ...r })) : []));
+  const res = await executePrepared<{ id: number | null; generation: number | null; full: number[] }>(tx, sql`
+    WITH offered AS MATERIALIZED (
+      SELECT * FROM unnest(${sql.param(offered.map((r) => r.candidate))}::int[], ${sql.param(offered.map((r) => r.providerId))}::int[],
+                           ${sql.param(offered.map((r) => r.resourceClassId))}::int[], ${sql.param(offered.map((r) => r.amount))}::bigint[])
+        AS o(candidate, provider_id, class_id, used)
+    ), w AS MATERIALIZED (
+      SELECT w.id, w.place, EXISTS (
+        SELECT FROM offered c WHERE c.provider_id = w.id AND NOT EXISTS (
+          SELECT FROM offered o LEFT JOIN inventories s ON s.resource_provider_id = o.provider_id AND s.resource_class_id = o.class_id
+          WHERE o.candidate = c.candidate AND (s.resource_provider_id IS NULL OR NOT (${sql.raw(hasRoomForSql("s", "o.used"))})))) AS fits
+      FROM unnest(${sql.param(ids)}::int[]) WITH ORDINALITY AS w(id, place)
+    ), chosen AS MATERIALIZED (
+      SELECT rp.id, rp.generation FROM w JOIN resource_providers rp ON rp.id = w.id WHERE w.fits
+      ORDER BY w.place LIMIT 1 FOR NO KEY UPDATE OF rp SKIP LOCKED
+    )
+    SELECT (SELECT id FROM chosen) AS id, (SELECT generation FROM chosen) AS generation, ARRAY(SELECT id FROM w WHERE NOT fits) AS full`,
+    "pl_claim_first_free_provider");
+  const { id, generation, full } = res.rows[0];
+  return { row: id === null ? undefined : { id, generation: generation! }, full: new Set(full) };
 }
 
 /** Locks the candidate's providers (all of them, in id order), then writes it if it fits under the locks. */

@@ -159,3 +159,40 @@ describe("the statement against its oracle, the transaction", () => {
     expect(await brokenInvariants(db.t)).toEqual([]);
   });
 });
+
+describe("the transaction's first-free lock and a host filled since the answer", () => {
+  it("passes over the host without locking it and claims the next one", async () => {
+    const next = await createProvider(db.t, { VCPU: { total: 4 }, MEMORY_MB: { total: 4096 } });
+    // The claims' project and user become known; the host keeps 3 VCPU.
+    expect((await post("VCPU:1")).status).toBe(200);
+    const service = new CandidatesService(db.t.database.db, db.t.config);
+    // A row lock leaves the locker's transaction id in the row's xmax (the writer's foreign-key check leaves its own).
+    const xmax = () => db.t.sql("SELECT xmax::text AS xmax FROM resource_providers WHERE id = $1", [host.id]);
+    let filled: unknown;
+    // The answer is read, then another writer fills the host and commits: the claim's transaction works from a stale answer.
+    const staleAnswer = {
+      answer: async (...args: Parameters<CandidatesService["answer"]>) => {
+        const answered = await service.answer(...args);
+        await addUsageUncommitted(3);
+        await db.own.query("COMMIT");
+        filled = await xmax();
+        return answered;
+      },
+    };
+    const [a, b] = [consumer(), consumer()];
+    const request = {
+      query: parseCandidatesQuery([...new URLSearchParams("resources=VCPU:1").entries()], Microversion.from("1.39")),
+      shape: answerShape(Microversion.from("1.39")),
+      consumers: [a, b].map((who) => ({ consumerUuid: who.consumer_uuid, projectId: who.project_id, userId: who.user_id, consumerType: who.consumer_type })),
+      pick: "first" as const,
+      alternates: 0,
+      allOrNothing: true,
+    };
+    const outcome = await claim({ db: db.t.database.db, allocationRetries: 10 }, staleAnswer, request);
+    expect(outcome.claims.map((c) => Object.keys(c.allocations))).toEqual([[next.uuid], [next.uuid]]);
+    // The filled host's row was not locked by the claim.
+    expect(await xmax()).toEqual(filled);
+    expect(await db.t.sql("SELECT used FROM inventories WHERE resource_provider_id = $1 ORDER BY id", [host.id])).toEqual([{ used: 4 }, { used: 0 }]);
+    expect(await brokenInvariants(db.t)).toEqual([]);
+  });
+});
