@@ -6,7 +6,9 @@
  * inventory row) and commits only once the claim's statement is waiting for
  * that row. The statement's snapshot still shows the room; only the locked
  * row's newest version shows it gone. A statement that checked capacity
- * against its snapshot would overcommit the host here.
+ * against its snapshot would overcommit the host here. Last, the
+ * transaction's first-free lock (services/claims.ts) against a writer that
+ * fills the host between the answer and the transaction.
  */
 import { beforeEach, describe, expect, it } from "vitest";
 import { createProvider, type Provider } from "../allocations/fixtures.js";
