@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- claims [--cloud large|nova|aggregate|flat] [--providers N] [--clients K[,K...]]
  *  [--mode M[,M...]] [--pick pack|random] [--limit L] [--claims M] [--instances N[,N...]] [--workers W]
- *  [--connections keep-alive,close] [--warm-rounds R] [--pgbench-seconds S] [--against DIR]`
+ *  [--connections keep-alive,close] [--warm-rounds R] [--warm-reads R] [--pgbench-seconds S] [--against DIR]`
  *
  * K simulated schedulers place instances on a cloud through the real server
  * over HTTP. Without --cloud, the scenes of the claims extension's targets
@@ -45,6 +45,7 @@
  * DEFAULT_WORKERS).
  * --warm-rounds: before each timed run, the K schedulers place K instances in the measured mode and
  * delete them again this many times (default WARM_ROUNDS), untimed (see warmPlacements).
+ * --warm-reads: before those, this many requests that write nothing (default WARM_READS; see warmReads).
  * Prints claims per second, 409s per successful claim (for claim: 409s answered before the last
  * successful claim was sent, i.e. while there was still room), p50/p99 latency of a successful
  * claim (from its scheduler's first request for it), the invariant check read from the tables
@@ -120,6 +121,7 @@ interface Options {
   connections: Connections[];
   pgbenchSeconds: number;
   warmRounds: number;
+  warmReads: number;
   adminUrl: string;
   /** Another checkout whose built server runs each mode after ours (--against). */
   against?: string;
@@ -209,6 +211,7 @@ function parseArgs(args: string[]): Options {
     connections,
     pgbenchSeconds: Number(get("pgbench-seconds") ?? 5),
     warmRounds: Number(get("warm-rounds") ?? WARM_ROUNDS),
+    warmReads: Number(get("warm-reads") ?? WARM_READS),
     adminUrl: process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres",
     against: get("against") === undefined ? undefined : builtCheckout(get("against")!),
   };
@@ -537,6 +540,7 @@ async function runOnce(
       };
       // A scheduler talks to a server that has been up: its first read of the cloud is not what is measured.
       await warmUp(server.base, scene, options.workers);
+      await warmReads(server.base, scene, senders, options.warmReads);
       for (let round = 0; round < options.warmRounds; round++) {
         await warmPlacements(server.base, (tally) => schedulers({ ...scene, maxClaims: k }, tally));
       }
@@ -632,6 +636,9 @@ const newTally = (): Tally => ({ claims: 0, conflicts: 0, errors: 0, latencies: 
  */
 const WARM_ROUNDS = 6;
 
+/** Requests of warmReads before a timed run. */
+const WARM_READS = 2000;
+
 /**
  * One round of the steady state, outside the timing, as pgbench measures its
  * own (its connections made before it counts): the K schedulers place about
@@ -652,6 +659,28 @@ async function warmPlacements(base: string, place: (tally: Tally) => Promise<unk
     const res = await send("DELETE", `${base}/allocations/${consumer}`, "1.39");
     if (res.status !== 204) throw new Error(`unexpected ${res.status} from the warm-up's DELETE /allocations: ${res.body.toString().slice(0, 500)}`);
   }
+}
+
+/**
+ * Requests that write nothing before a timed run, `count` in all from the K
+ * schedulers: GET /allocation_candidates for the scene's query with limit=1
+ * (the answer both modes start from, without 1,000 candidates rendered each
+ * time). The rounds of placements leave the server's code only part compiled
+ * (in the large scene its CPU per claim fell from 1.6 to 1.2-1.3 ms with
+ * 2,000 of these, over 6 pairs of runs), and more rounds of them would not
+ * do instead: their dead rows stay on a cluster without autovacuum, and
+ * PostgreSQL's CPU per claim rose with 30 and 60 rounds.
+ */
+async function warmReads(base: string, scene: Scene, senders: Send[], count: number): Promise<void> {
+  const url = `${base}/allocation_candidates?${candidatesQuery({ ...scene, limit: 1 }, scene.flavours[0])}`;
+  await Promise.all(
+    senders.map(async (send, i) => {
+      for (let n = i; n < count; n += senders.length) {
+        const res = await send("GET", url, "1.39");
+        if (res.status !== 200) throw new Error(`unexpected ${res.status} from the warm-up's GET /allocation_candidates: ${res.body.toString().slice(0, 500)}`);
+      }
+    }),
+  );
 }
 
 /** Reads the cloud once per server worker (the first read of each copies the cloud into it), outside the timing. */
