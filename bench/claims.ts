@@ -663,21 +663,25 @@ async function warmPlacements(base: string, place: (tally: Tally) => Promise<unk
 
 /**
  * Requests that write nothing before a timed run, `count` in all from the K
- * schedulers: GET /allocation_candidates for the scene's query with limit=1
- * (the answer both modes start from, without 1,000 candidates rendered each
- * time). The rounds of placements leave the server's code only part compiled
+ * schedulers, by turns: GET /allocation_candidates for the scene's query with
+ * limit=1 (the answer both modes start from, without 1,000 candidates
+ * rendered each time), and POST /claims of a flavour a thousand times the
+ * scene's, which nothing fits (so refusalCost then compares two paths
+ * compiled alike). The rounds of placements leave the server's code only part compiled
  * (in the large scene its CPU per claim fell from 1.6 to 1.2-1.3 ms with
  * 2,000 of these, over 6 pairs of runs), and more rounds of them would not
  * do instead: their dead rows stay on a cluster without autovacuum, and
  * PostgreSQL's CPU per claim rose with 30 and 60 rounds.
  */
 async function warmReads(base: string, scene: Scene, senders: Send[], count: number): Promise<void> {
-  const url = `${base}/allocation_candidates?${candidatesQuery({ ...scene, limit: 1 }, scene.flavours[0])}`;
+  const [flavour] = scene.flavours;
+  const url = `${base}/allocation_candidates?${candidatesQuery({ ...scene, limit: 1 }, flavour)}`;
+  const tooLarge = Object.fromEntries(Object.entries(flavour).map(([rc, amount]) => [rc, amount * 1000]));
   await Promise.all(
     senders.map(async (send, i) => {
       for (let n = i; n < count; n += senders.length) {
-        const res = await send("GET", url, "1.39");
-        if (res.status !== 200) throw new Error(`unexpected ${res.status} from the warm-up's GET /allocation_candidates: ${res.body.toString().slice(0, 500)}`);
+        const res = n % 2 === 0 ? await send("GET", url, "1.39") : await postClaim(send, base, scene, tooLarge, [randomUUID()]);
+        if (res.status !== (n % 2 === 0 ? 200 : 409)) throw new Error(`unexpected ${res.status} from the warm-up: ${res.body.toString().slice(0, 500)}`);
       }
     }),
   );
