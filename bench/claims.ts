@@ -667,11 +667,11 @@ async function warmPlacements(base: string, place: (tally: Tally) => Promise<unk
  * limit=1 (the answer both modes start from, without 1,000 candidates
  * rendered each time), and POST /claims of a flavour a thousand times the
  * scene's, which nothing fits (so refusalCost then compares two paths
- * compiled alike). The rounds of placements leave the server's code only part compiled
- * (in the large scene its CPU per claim fell from 1.6 to 1.2-1.3 ms with
- * 2,000 of these, over 6 pairs of runs), and more rounds of them would not
- * do instead: their dead rows stay on a cluster without autovacuum, and
- * PostgreSQL's CPU per claim rose with 30 and 60 rounds.
+ * compiled alike). The rounds of placements leave the server's code only
+ * part compiled (in the large scene its CPU per claim fell from 1.6 to
+ * 1.2-1.3 ms with 2,000 of these, over 6 pairs of runs), and more rounds of
+ * them would not do instead: their dead rows stay on a cluster without
+ * autovacuum, and PostgreSQL's CPU per claim rose with 30 and 60 rounds.
  */
 async function warmReads(base: string, scene: Scene, senders: Send[], count: number): Promise<void> {
   const [flavour] = scene.flavours;

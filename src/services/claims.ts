@@ -481,14 +481,14 @@ async function firstFree(
 
 /**
  * Locks the first of `ids` (in their order) that has room for one of its
- * candidates of `window` in the statement's snapshot and that no other writer
- * holds (SKIP LOCKED); `full` names those of `ids` with room for none. A host the
- * answer had room on but later commits filled is so passed over without a
- * lock: locked, it would be refused under the lock and held until the
- * transaction ends, and other claimers would find it busy. The check is
- * only a hint, as in claims-statement.ts: write() checks the locked rows.
- * Rows this transaction holds already are not skipped: they come back first
- * if they come first, and its own writes count in the snapshot.
+ * candidates of `window` in the statement's snapshot and that no other
+ * writer holds (SKIP LOCKED); `full` names those of `ids` with room for
+ * none. A host the answer had room on but later commits filled is so passed
+ * over without a lock: locked, it would be refused under the lock and held
+ * until the transaction ends, and other claimers would find it busy. The
+ * check is only a hint, as in claims-statement.ts: write() checks the locked
+ * rows. Rows this transaction holds already are not skipped: they come back
+ * first if they come first, and its own writes count in the snapshot.
  */
 async function lockFirstFree(
   tx: Tx,
