@@ -122,10 +122,14 @@ const NOT_WRITTEN = "placement claim not written:";
  * window, checked before the first lock. The lock is the query's own
  * (LockRows under the LIMIT), so it takes one provider at most whatever the
  * plan: a locking subquery joined laterally would lock every provider a sort
- * above it read. `seen` and `fitting` are read only when nothing was taken,
- * to say whether the window was busy or full.
+ * above it read. `fitting`, the same check over the whole window, is read
+ * only when nothing was taken, to say whether the window was busy or full.
  */
 export function claimStatement(v: ClaimStatementValues, lock: ProviderLock = "skip"): SQL {
+  // How many of the resources offered on `provider` have no room in the statement's snapshot (0: it fits).
+  const lacking = (provider: string) =>
+    sql.raw(`(SELECT count(*) FROM offered o LEFT JOIN inventories s ON s.resource_provider_id = o.provider_id AND s.resource_class_id = o.class_id
+        WHERE o.provider_id = ${provider} AND (s.resource_provider_id IS NULL OR NOT (${hasRoomForSql("s", "o.used")})))`);
   return sql`
     WITH consumer AS (
       INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation, updated_at)
@@ -137,20 +141,12 @@ export function claimStatement(v: ClaimStatementValues, lock: ProviderLock = "sk
       RETURNING id
     ), offered AS (
       SELECT * FROM unnest(${v.providers}::int[], ${v.classes}::int[], ${v.amounts}::bigint[]) AS o(provider_id, class_id, used)
-    ), seen AS MATERIALIZED (
-      SELECT s.resource_provider_id, s.resource_class_id, s.total, s.reserved, s.allocation_ratio, s.used
-      FROM inventories s WHERE s.resource_provider_id = ANY(${v.window}::int[])
     ), fitting AS MATERIALIZED (
-      SELECT w.id FROM unnest(${v.window}::int[]) AS w(id)
-      WHERE NOT EXISTS (
-        SELECT FROM offered o LEFT JOIN seen s ON s.resource_provider_id = o.provider_id AND s.resource_class_id = o.class_id
-        WHERE o.provider_id = w.id AND (s.resource_provider_id IS NULL OR NOT (${sql.raw(hasRoomForSql("s", "o.used"))})))
+      SELECT w.id FROM unnest(${v.window}::int[]) AS w(id) WHERE ${lacking("w.id")} = 0
     ), chosen AS MATERIALIZED (
       SELECT rp.id FROM unnest(${v.window}::int[]) WITH ORDINALITY AS w(id, place)
       JOIN resource_providers rp ON rp.id = w.id
-      WHERE EXISTS (SELECT FROM consumer) AND (
-        SELECT count(*) FROM offered o LEFT JOIN inventories s ON s.resource_provider_id = o.provider_id AND s.resource_class_id = o.class_id
-        WHERE o.provider_id = w.id AND (s.resource_provider_id IS NULL OR NOT (${sql.raw(hasRoomForSql("s", "o.used"))}))) = 0
+      WHERE EXISTS (SELECT FROM consumer) AND ${lacking("w.id")} = 0
       ORDER BY w.place LIMIT 1
       FOR NO KEY UPDATE OF rp ${lock === "skip" ? sql`SKIP LOCKED` : sql``}
     ), inv AS MATERIALIZED (

@@ -495,8 +495,8 @@ async function lockFirstFree(
   ids: number[],
   window: readonly Candidate[],
 ): Promise<{ row?: { id: number; generation: number }; full: Set<number> }> {
-  // Each resource of each candidate, with the candidate's place in `window`.
-  const offered = window.flatMap((c, i) => (ids.includes(providerOf(c)) ? c.resources.map((r) => ({ candidate: i, ...r })) : []));
+  // Each resource of each candidate (all on `ids`), with the candidate's place in `window`.
+  const offered = window.flatMap((c, i) => c.resources.map((r) => ({ candidate: i, ...r })));
   const res = await executePrepared<{ id: number | null; generation: number | null; full: number[] }>(tx, sql`
     WITH offered AS MATERIALIZED (
       SELECT * FROM unnest(${sql.param(offered.map((r) => r.candidate))}::int[], ${sql.param(offered.map((r) => r.providerId))}::int[],
