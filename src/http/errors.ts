@@ -6,6 +6,7 @@
  * Unknown exceptions become a 500 whose detail says nothing internal.
  */
 
+import { AnswerError } from "../answer-error.js";
 import { bestMatch } from "./accept.js";
 
 /** Stable error codes. Clients match on these strings: do not change them. */
@@ -58,7 +59,8 @@ export function statusTitle(status: number): string {
   return STATUS_TEXT[status]?.title ?? "Error";
 }
 
-export class PlacementError extends Error {
+/** Made without a stack trace, as every answer is (answer-error.ts). */
+export class PlacementError extends AnswerError {
   /** Placement raises this one outside its handlers, so its response gets no Vary (http/vary.ts). */
   raisedPastHandler = false;
 

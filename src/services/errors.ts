@@ -9,9 +9,11 @@
  * refusal differently per operation (a missing resource class is a 404 on
  * one path and a 400 with a prefix on another).
  */
+import { AnswerError } from "../answer-error.js";
 import { sqlStateMeaning } from "../db/sql-state.js";
 
-export abstract class DomainError extends Error {
+/** Made without a stack trace, as every answer is (answer-error.ts). */
+export abstract class DomainError extends AnswerError {
   /** The class's name as a literal type: what the error table is keyed by. */
   abstract readonly kind: string;
 }

@@ -46,4 +46,15 @@ describe("the error table", () => {
     expect(placementErrorFor(dbError("42P01"))).toBeUndefined();
     expect(placementErrorFor(new TypeError("bug"))).toBeUndefined();
   });
+
+  it("makes answers without a stack trace, and leaves every other error's alone", () => {
+    const frames = (err: Error) => (err.stack ?? "").split("\n").filter((line) => line.trimStart().startsWith("at ")).length;
+    const refusal = new errors.ClaimRefused({ reason: "no candidates" });
+    expect(refusal.message).toBe("claim refused (no candidates)");
+    expect(frames(refusal)).toBe(0);
+    expect(frames(placementErrorFor(refusal)!)).toBe(0);
+    expect(frames(new PlacementError(400, "bad"))).toBe(0);
+    // The limit is put back after each: a bug's stack is what the 500 handler logs.
+    expect(frames(new TypeError("bug"))).toBeGreaterThan(0);
+  });
 });
