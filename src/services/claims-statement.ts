@@ -15,22 +15,23 @@
  *    preference order, that has room for its candidate in the statement's
  *    snapshot (fresher than the answer, so hosts filled since it are passed
  *    over without a lock; only a hint, see below) and that no other writer
- *    holds (FOR NO KEY UPDATE SKIP LOCKED, LIMIT 1): it never waits for a
- *    provider. It visits them one at a time in that order and stops at the
- *    first it takes, so a claim whose best candidate is free reads that one
- *    provider's rows, not the whole batch's. Its waiting form (`lock:
- *    "wait"`, run when every provider with room was held) locks the first of
- *    them with room in its snapshot, waiting for its holder, so a claim
- *    learns what the holder left as soon as it commits instead of holding a
- *    transaction open to find out;
+ *    holds (FOR NO KEY UPDATE SKIP LOCKED, LIMIT 1). It visits them one at a
+ *    time in that order and stops at the first it takes, so a claim whose
+ *    best candidate is free reads that one provider's rows, not the whole
+ *    batch's. Only when every provider with room is held does it lock the
+ *    first of them with room, waiting for its holder (the second branch of a
+ *    UNION ALL under LIMIT 1, which PostgreSQL runs only when the first
+ *    returned nothing), so a claim learns what the holder left as soon as it
+ *    commits, without another round trip and without holding a transaction
+ *    open to find out;
  * 3. locks that provider's inventory rows of the candidate's classes, in id
  *    order (FOR UPDATE, as the usage trigger locks them), and checks the
  *    capacity rule against the values of those locked rows;
  * 4. only if it holds: inserts the allocations (whose usage trigger updates
  *    those same inventory rows) and bumps the provider's generation; the
  *    feed's triggers fire as for any write.
- * When it did not write (the consumer was not new, every provider with room
- * was held, none had room, or the locked rows had no room), its last expression fails the statement,
+ * When it did not write (the consumer was not new, none had room, or the
+ * locked rows had no room), its last expression fails the statement,
  * so its implicit transaction rolls back with the consumer it inserted; the
  * error names why (ClaimNotWritten).
  *
@@ -54,10 +55,10 @@
  * id order): it takes the same kinds of lock in the same order, one of each
  * at most. The consumer row comes first and is new: it waits only for another
  * writer inserting the same uuid, which then holds nothing the claim holds.
- * The provider lock never waits (SKIP LOCKED), or in the waiting form waits
- * for one provider while holding only the new consumer row, which no writer
- * that could hold that provider waits for (every writer locks its consumers
- * before any provider). The inventory rows are one
+ * The provider lock does not wait (SKIP LOCKED), or, when that took none,
+ * waits for one provider while holding only the new consumer row, which no
+ * writer that could hold that provider waits for (every writer locks its
+ * consumers before any provider). The inventory rows are one
  * provider's, taken in one batch in id order after its provider lock, and the
  * usage trigger then locks the same rows again; every other writer of usage
  * takes inventory rows in one id-ordered batch too, so no two of them can
@@ -100,9 +101,6 @@ export interface ClaimStatementValues {
   amounts: SQLWrapper;
 }
 
-/** How the statement takes its provider: the first free one, or the first one, waiting for it (see the header). */
-export type ProviderLock = "skip" | "wait";
-
 /** The message's start by which the statement says it wrote nothing (see the header). */
 const NOT_WRITTEN = "placement claim not written:";
 
@@ -119,17 +117,26 @@ const NOT_WRITTEN = "placement claim not written:";
  * whose best candidate is free checks the room of that one provider only.
  * Each provider's room is a scalar count, evaluated as the walk reaches it:
  * written as NOT EXISTS, the planner made it an anti-join over the whole
- * window, checked before the first lock. The lock is the query's own
- * (LockRows under the LIMIT), so it takes one provider at most whatever the
- * plan: a locking subquery joined laterally would lock every provider a sort
- * above it read. `fitting`, the same check over the whole window, is read
+ * window, checked before the first lock. Each branch's lock is its own
+ * query's (LockRows under its LIMIT), so it takes one provider at most
+ * whatever the plan: a locking subquery joined laterally would lock every
+ * provider a sort above it read. The waiting branch walks the window again
+ * only when the first took nothing, and before it waits it holds nothing but
+ * the new consumer. `fitting`, the same check over the whole window, is read
  * only when nothing was taken, to say whether the window was busy or full.
  */
-export function claimStatement(v: ClaimStatementValues, lock: ProviderLock = "skip"): SQL {
+export function claimStatement(v: ClaimStatementValues): SQL {
   // How many of the resources offered on `provider` have no room in the statement's snapshot (0: it fits).
   const lacking = (provider: string) =>
     sql.raw(`(SELECT count(*) FROM offered o LEFT JOIN inventories s ON s.resource_provider_id = o.provider_id AND s.resource_class_id = o.class_id
         WHERE o.provider_id = ${provider} AND (s.resource_provider_id IS NULL OR NOT (${hasRoomForSql("s", "o.used")})))`);
+  // The window in its order, the first provider with room locked: the first nobody holds (skip), or the first, waiting for it.
+  const walk = (skip: boolean) => sql`(
+        SELECT rp.id FROM unnest(${v.window}::int[]) WITH ORDINALITY AS w(id, place)
+        JOIN resource_providers rp ON rp.id = w.id
+        WHERE EXISTS (SELECT FROM consumer) AND ${lacking("w.id")} = 0
+        ORDER BY w.place LIMIT 1
+        FOR NO KEY UPDATE OF rp${skip ? sql` SKIP LOCKED` : sql``})`;
   return sql`
     WITH consumer AS (
       INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation, updated_at)
@@ -144,11 +151,10 @@ export function claimStatement(v: ClaimStatementValues, lock: ProviderLock = "sk
     ), fitting AS MATERIALIZED (
       SELECT w.id FROM unnest(${v.window}::int[]) AS w(id) WHERE ${lacking("w.id")} = 0
     ), chosen AS MATERIALIZED (
-      SELECT rp.id FROM unnest(${v.window}::int[]) WITH ORDINALITY AS w(id, place)
-      JOIN resource_providers rp ON rp.id = w.id
-      WHERE EXISTS (SELECT FROM consumer) AND ${lacking("w.id")} = 0
-      ORDER BY w.place LIMIT 1
-      FOR NO KEY UPDATE OF rp ${lock === "skip" ? sql`SKIP LOCKED` : sql``}
+      SELECT id FROM ${walk(true)} free
+      UNION ALL
+      SELECT id FROM ${walk(false)} held
+      LIMIT 1
     ), inv AS MATERIALIZED (
       SELECT i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size, i.allocation_ratio, i.used
       FROM inventories i
@@ -180,8 +186,8 @@ export function claimStatement(v: ClaimStatementValues, lock: ProviderLock = "sk
 
 /**
  * Why the statement wrote nothing: the consumer exists (or its owner does not
- * yet); every provider offered that had room in its snapshot was held by
- * another writer (busy); none had room in its snapshot (full); or
+ * yet); the providers offered that had room in its snapshot were deleted
+ * before it could lock one (busy); none had room in its snapshot (full); or
  * `providerId`, locked, had no room in its locked rows (refused).
  */
 export type NotWritten = { why: "consumer" } | { why: "busy" } | { why: "full" } | { why: "refused"; providerId: number };
@@ -208,14 +214,12 @@ export interface OneStatementClaim {
 /** What the statement did: the candidate it wrote and its provider's generation now, or why it wrote nothing. */
 export type StatementOutcome = { written: Candidate; generation: number } | { notWritten: NotWritten } | { retryable: string };
 
-/** The statement's text with its values as parameters $1 to $8, in ClaimStatementValues' order, made once per form. */
-function statementText(lock: ProviderLock): string {
+/** The statement's text with its values as parameters $1 to $8, in ClaimStatementValues' order. */
+const TEXT = (() => {
   const [consumerUuid, project, user, consumerType, window, providers, classes, amounts] = [1, 2, 3, 4, 5, 6, 7, 8].map((n) => sql.raw(`$${n}`));
-  const { sql: text } = new PgDialect().sqlToQuery(claimStatement({ consumerUuid, project, user, consumerType, window, providers, classes, amounts }, lock));
-  return namedText(lock === "skip" ? "pl_claim" : "pl_claim_wait", text);
-}
-
-const TEXTS: Record<ProviderLock, string> = { skip: statementText("skip"), wait: statementText("wait") };
+  const { sql: text } = new PgDialect().sqlToQuery(claimStatement({ consumerUuid, project, user, consumerType, window, providers, classes, amounts }));
+  return namedText("pl_claim", text);
+})();
 
 /**
  * Runs the statement for `window` (one-provider candidates in preference
@@ -233,14 +237,13 @@ export async function claimInOneStatement(
   db: Db,
   consumer: OneStatementClaim,
   window: readonly Candidate[],
-  lock: ProviderLock = "skip",
 ): Promise<StatementOutcome> {
   const offered = window.flatMap((c) => c.resources);
   const client = await poolOf(db).connect();
   let broken: Error | undefined;
   try {
     const res = await client.query<{ providerId: number; generation: number }>({
-      text: TEXTS[lock],
+      text: TEXT,
       values: [
         consumer.consumerUuid,
         consumer.projectId,

@@ -23,9 +23,9 @@
  *    transaction (claims-statement.ts, whose header says why it can neither
  *    overcommit nor deadlock): consumer, the first free provider of up to
  *    FIRST_FREE_BATCH, its inventory rows, the check on them, the write.
- *    When every provider with room is held by another writer, the
- *    statement's waiting form waits for the best one's writer to commit and
- *    then checks what it left, holding nothing else meanwhile: a transaction
+ *    When every provider with room is held by another writer, the same
+ *    statement waits for the best one's writer to commit and then checks
+ *    what it left, holding nothing else meanwhile: a transaction
  *    waiting there would hold every provider it had found full until it
  *    ends, and claimers converging on the last free hosts would queue behind
  *    each other's full hosts. A provider whose locked rows had no room is left
@@ -322,8 +322,9 @@ const STATEMENT_TRIES = 3;
 
 /**
  * The fast path (claims-statement.ts): a claim of one consumer whose best
- * candidates are each on one provider, written by one statement, or when
- * every provider with room is held, by its waiting form. "stale" when the
+ * candidates are each on one provider, written by one statement (which,
+ * when every provider with room is held, waits for the best one's writer).
+ * "stale" when the
  * statements found the answer's candidates full and the answer should be
  * read again; undefined when the transaction is to claim from the same
  * answer: the consumer was not new or its project or user not yet known (the
@@ -338,9 +339,7 @@ async function oneStatement(store: Store, found: CollectedAnswer, req: ClaimRequ
   for (let i = 0; i < STATEMENT_TRIES; i++) {
     const window = firstWindow(view.ordered());
     if (window.length === 0) break;
-    let outcome = await claimInOneStatement(store.db, consumer, window, "skip");
-    // Every provider with room is being written: wait for the best one's writer in a statement of its own.
-    if ("notWritten" in outcome && outcome.notWritten.why === "busy") outcome = await claimInOneStatement(store.db, consumer, window, "wait");
+    const outcome = await claimInOneStatement(store.db, consumer, window);
     if ("written" in outcome) {
       view.claimed(outcome.written);
       const generations = new Map([[providerOf(outcome.written), outcome.generation]]);

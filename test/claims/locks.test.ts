@@ -3,8 +3,8 @@
  * holding provider row locks from a connection of the test's own: the first
  * pass skips held hosts (in batches of its first-free statement) and takes
  * the best free one; when every fitting host is held, the claim waits for
- * a lock instead of answering 409: a claim of one instance in the waiting
- * form of its one statement, holding no transaction open while it waits.
+ * a lock instead of answering 409: a claim of one instance waits in the one
+ * statement that found them held, holding no transaction open while it waits.
  */
 import type pg from "pg";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -38,13 +38,13 @@ async function hold(held: Provider[]): Promise<() => Promise<void>> {
 
 const post = (body: unknown, resources = "VCPU:1") => t.request("POST", `/claims?resources=${resources}`, { body, version: "1.39" });
 
-/** The claim's waiting statement (named pl_claim_wait on its connection) as it waits for a row lock; fails after `ms`. */
+/** The claim's statement (named pl_claim on its connection) as it waits for a provider's row lock; fails after `ms`. */
 async function waitingStatement(ms = 10_000): Promise<{ state: string; waiting: string }> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
     const rows = await t.sql<{ state: string; waiting: string }>(
       `SELECT state, wait_event_type AS waiting FROM pg_stat_activity
-       WHERE query LIKE '/*named:pl_claim_wait*/%' AND wait_event_type = 'Lock' AND datname = current_database()`,
+       WHERE query LIKE '/*named:pl_claim*/%' AND wait_event_type = 'Lock' AND datname = current_database()`,
     );
     if (rows.length > 0) return rows[0];
     await new Promise((r) => setTimeout(r, 20));
@@ -76,6 +76,25 @@ describe("POST /claims and hosts held by other writers", () => {
     const res = await claim;
     expect(res.status).toBe(200);
     expect(Object.keys(res.body.claims[0].allocations)).toHaveLength(1);
+    expect(await brokenInvariants(t)).toEqual([]);
+  });
+
+  it("waits in the statement that found every host held: the consumer it inserted is the only one", async () => {
+    // The claims' project and user become known (the statement only joins existing ones).
+    expect((await post(claimBody({ pick: "first" }))).status).toBe(200);
+    // Each statement that inserts a consumer takes a new id, and a rolled-back insert does not give it back.
+    const [{ last }] = await t.sql<{ last: string }>("SELECT last_value::text AS last FROM consumers_id_seq");
+    const release = await hold(nodes);
+    const who = consumer();
+    const claim = post(claimBody({ pick: "first" }, [who]));
+    try {
+      await waitingStatement();
+    } finally {
+      await release();
+    }
+    expect((await claim).status).toBe(200);
+    // A statement that had found the hosts held and rolled back, before one that waited, would have taken an id too.
+    expect(await t.sql("SELECT id::text AS id FROM consumers WHERE uuid = $1", [who.consumer_uuid])).toEqual([{ id: String(Number(last) + 1) }]);
     expect(await brokenInvariants(t)).toEqual([]);
   });
 
