@@ -324,12 +324,12 @@ const STATEMENT_TRIES = 3;
  * The fast path (claims-statement.ts): a claim of one consumer whose best
  * candidates are each on one provider, written by one statement (which,
  * when every provider with room is held, waits for the best one's writer).
- * "stale" when the
- * statements found the answer's candidates full and the answer should be
- * read again; undefined when the transaction is to claim from the same
- * answer: the consumer was not new or its project or user not yet known (the
- * transaction words the 409 or creates them), a statement was rolled back
- * by a deadlock, or the candidates are not all on one provider each.
+ * "stale" when the statements found the answer's candidates full and the
+ * answer should be read again; undefined when the transaction is to claim
+ * from the same answer: the consumer was not new or its project or user not
+ * yet known (the transaction words the 409 or creates them), a statement was
+ * rolled back by a deadlock, or the candidates are not all on one provider
+ * each.
  */
 async function oneStatement(store: Store, found: CollectedAnswer, req: ClaimRequest): Promise<ClaimOutcome | "stale" | undefined> {
   if (req.consumers.length !== 1) return undefined;
