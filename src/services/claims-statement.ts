@@ -101,6 +101,18 @@ export interface ClaimStatementValues {
   amounts: SQLWrapper;
 }
 
+/**
+ * SQL: `FROM` what the rows of `offered o` (provider_id, class_id, used) that
+ * `where` selects lack room for in the snapshot (their inventory row missing,
+ * or without room for `used`), as `s`: the room check of this statement and
+ * of the transaction's first-free lock (claims.ts), both hints the locked rows
+ * are checked against.
+ */
+export function offersWithoutRoomSql(where: string): string {
+  return `offered o LEFT JOIN inventories s ON s.resource_provider_id = o.provider_id AND s.resource_class_id = o.class_id
+        WHERE ${where} AND (s.resource_provider_id IS NULL OR NOT (${hasRoomForSql("s", "o.used")}))`;
+}
+
 /** The message's start by which the statement says it wrote nothing (see the header). */
 const NOT_WRITTEN = "placement claim not written:";
 
@@ -122,14 +134,11 @@ const NOT_WRITTEN = "placement claim not written:";
  * whatever the plan: a locking subquery joined laterally would lock every
  * provider a sort above it read. The waiting branch walks the window again
  * only when the first took nothing, and before it waits it holds nothing but
- * the new consumer. `fitting`, the same check over the whole window, is read
- * only when nothing was taken, to say whether the window was busy or full.
+ * the new consumer.
  */
 export function claimStatement(v: ClaimStatementValues): SQL {
   // How many of the resources offered on `provider` have no room in the statement's snapshot (0: it fits).
-  const lacking = (provider: string) =>
-    sql.raw(`(SELECT count(*) FROM offered o LEFT JOIN inventories s ON s.resource_provider_id = o.provider_id AND s.resource_class_id = o.class_id
-        WHERE o.provider_id = ${provider} AND (s.resource_provider_id IS NULL OR NOT (${hasRoomForSql("s", "o.used")})))`);
+  const lacking = (provider: string) => sql.raw(`(SELECT count(*) FROM ${offersWithoutRoomSql(`o.provider_id = ${provider}`)})`);
   // The window in its order, the first provider with room locked: the first nobody holds (skip), or the first, waiting for it.
   const walk = (skip: boolean) => sql`(
         SELECT rp.id FROM unnest(${v.window}::int[]) WITH ORDINALITY AS w(id, place)
@@ -148,8 +157,6 @@ export function claimStatement(v: ClaimStatementValues): SQL {
       RETURNING id
     ), offered AS (
       SELECT * FROM unnest(${v.providers}::int[], ${v.classes}::int[], ${v.amounts}::bigint[]) AS o(provider_id, class_id, used)
-    ), fitting AS MATERIALIZED (
-      SELECT w.id FROM unnest(${v.window}::int[]) AS w(id) WHERE ${lacking("w.id")} = 0
     ), chosen AS MATERIALIZED (
       SELECT id FROM ${walk(true)} free
       UNION ALL
@@ -179,18 +186,17 @@ export function claimStatement(v: ClaimStatementValues): SQL {
            CASE WHEN v.ok THEN 0
                 ELSE (${sql.raw(`'${NOT_WRITTEN}'`)} || CASE WHEN v.consumer_id IS NULL THEN ' consumer'
                                               WHEN v.provider_id IS NOT NULL THEN ' refused ' || v.provider_id
-                                              WHEN EXISTS (SELECT FROM fitting) THEN ' busy'
                                               ELSE ' full' END)::int END AS written
     FROM verdict v`;
 }
 
 /**
  * Why the statement wrote nothing: the consumer exists (or its owner does not
- * yet); the providers offered that had room in its snapshot were deleted
- * before it could lock one (busy); none had room in its snapshot (full); or
- * `providerId`, locked, had no room in its locked rows (refused).
+ * yet); it locked no provider (full: none offered had room in its snapshot,
+ * or those that had were deleted before it could lock one); or `providerId`,
+ * locked, had no room in its locked rows (refused).
  */
-export type NotWritten = { why: "consumer" } | { why: "busy" } | { why: "full" } | { why: "refused"; providerId: number };
+export type NotWritten = { why: "consumer" } | { why: "full" } | { why: "refused"; providerId: number };
 
 /** The statement's own refusal, read from its error; undefined for any other error. */
 export function notWritten(err: unknown): NotWritten | undefined {
@@ -199,7 +205,7 @@ export function notWritten(err: unknown): NotWritten | undefined {
   const at = message.indexOf(NOT_WRITTEN);
   if (at < 0) return undefined;
   const [why, id] = message.slice(at + NOT_WRITTEN.length).replace(/"$/, "").trim().split(" ");
-  if (why === "consumer" || why === "busy" || why === "full") return { why };
+  if (why === "consumer" || why === "full") return { why };
   if (why === "refused" && /^[0-9]+$/.test(id ?? "")) return { why, providerId: Number(id) };
   return undefined;
 }

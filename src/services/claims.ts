@@ -103,9 +103,8 @@ import type { CandidatesAnswerer } from "./replica-candidates.js";
 import { writeWithinCapacity, type Resources } from "./allocations.js";
 import { consumerGenerationConflict, deleteConsumersWithoutAllocations, upsertConsumers, type LockedConsumer } from "./consumers.js";
 import { CandidateView, type PickPolicy } from "./claims-pick.js";
-import { claimInOneStatement, FIRST_FREE_BATCH, firstWindow, onOneProvider, providerOf } from "./claims-statement.js";
+import { claimInOneStatement, FIRST_FREE_BATCH, firstWindow, offersWithoutRoomSql, onOneProvider, providerOf } from "./claims-statement.js";
 import { CapacityExceeded, ClaimRefused } from "./errors.js";
-import { hasRoomForSql } from "./rules/capacity.js";
 import { writeTransaction, type Store } from "./store.js";
 
 export interface ClaimConsumer {
@@ -352,7 +351,7 @@ async function oneStatement(store: Store, found: CollectedAnswer, req: ClaimRequ
     }
     const why = outcome.notWritten;
     if (why.why === "consumer") return undefined;
-    // Someone took the room since the answer (or, after the wait, deleted the providers that had it): those
+    // Someone took the room since the answer (or deleted the providers that had it): those
     // candidates are out of this view, the next ones are tried.
     for (const c of window) if (why.why !== "refused" || providerOf(c) === why.providerId) view.refuse(c);
     stale = true;
@@ -503,9 +502,7 @@ async function lockFirstFree(
         AS o(candidate, provider_id, class_id, used)
     ), w AS MATERIALIZED (
       SELECT w.id, w.place, EXISTS (
-        SELECT FROM offered c WHERE c.provider_id = w.id AND NOT EXISTS (
-          SELECT FROM offered o LEFT JOIN inventories s ON s.resource_provider_id = o.provider_id AND s.resource_class_id = o.class_id
-          WHERE o.candidate = c.candidate AND (s.resource_provider_id IS NULL OR NOT (${sql.raw(hasRoomForSql("s", "o.used"))})))) AS fits
+        SELECT FROM offered c WHERE c.provider_id = w.id AND NOT EXISTS (SELECT FROM ${sql.raw(offersWithoutRoomSql("o.candidate = c.candidate"))})) AS fits
       FROM unnest(${sql.param(ids)}::int[]) WITH ORDINALITY AS w(id, place)
     ), chosen AS MATERIALIZED (
       SELECT rp.id, rp.generation FROM w JOIN resource_providers rp ON rp.id = w.id WHERE w.fits
