@@ -80,25 +80,26 @@ export class CandidateView {
       return;
     }
     const sign = this.pick === "pack" ? -1 : 1;
-    const fill = new Array<number>(n).fill(0);
-    const heap: number[] = [];
+    // Each candidate's place in the order: its fill, negated for pack, so the smallest comes first. One pass
+    // checks and weighs each candidate into typed arrays, reading each inventory once: over a thousand hosts
+    // this ordering is made at every claim a packing scheduler sends.
+    const key = new Float64Array(n);
+    const heap = new Int32Array(n);
+    let size = 0;
     for (let i = 0; i < n; i++) {
-      if (!this.fitsAt(i)) continue;
-      fill[i] = this.fillAt(i);
-      heap.push(i);
+      const f = this.fillIfFits(i);
+      if (f < 0) continue;
+      key[i] = sign * f;
+      heap[size++] = i;
     }
     // A binary heap, best on top, read off one candidate at a time: a claim takes one of the first few, and
     // a sort of every fitting candidate would compare them n log n times for it, at every ordering. Ties keep
     // the answer's order, so the order is the sort's.
-    const before = (a: number, b: number) => {
-      const d = sign * (fill[a] - fill[b]);
-      return d !== 0 ? d < 0 : a < b;
-    };
-    for (let k = (heap.length >> 1) - 1; k >= 0; k--) siftDown(heap, k, heap.length, before);
-    for (let size = heap.length; size > 0; size--) {
+    for (let k = (size >> 1) - 1; k >= 0; k--) siftDown(heap, k, size, key);
+    for (; size > 0; size--) {
       const i = heap[0];
       heap[0] = heap[size - 1];
-      siftDown(heap, 0, size - 1, before);
+      siftDown(heap, 0, size - 1, key);
       // Checked again as handed out: a candidate refused since the heap was made is skipped.
       if (this.fitsAt(i)) yield this.found.candidate(i);
     }
@@ -132,12 +133,17 @@ export class CandidateView {
     return this.taken.size === 0 ? 0 : (this.taken.get(roomKey(providerId, classId)) ?? 0);
   }
 
-  /** How full the i-th candidate's providers would be after claiming it: the mean over its resources of used / capacity. */
-  private fillAt(i: number): number {
+  /**
+   * How full the i-th candidate's providers would be after claiming it (the
+   * mean over its resources of used / capacity), or -1 when it does not fit
+   * (fitsAt), in one reading of each inventory.
+   */
+  private fillIfFits(i: number): number {
     const u = this.uniform;
     let sum = 0;
     if (u === undefined) {
       const c = this.found.candidate(i);
+      if (!this.fits(c)) return -1;
       for (const r of c.resources) {
         const room = this.found.room(r.providerId, r.resourceClassId)!;
         sum += fillOf(room.capacity, room.used + this.usedHere(r.providerId, r.resourceClassId) + r.amount);
@@ -145,19 +151,28 @@ export class CandidateView {
       return c.resources.length > 0 ? sum / c.resources.length : 0;
     }
     const p = u.provider(i);
-    for (const t of u.takes) sum += fillOf(u.capacity(i, t.classId), u.used(i, t.classId) + this.usedHere(p, t.classId) + t.amount);
+    if (this.refusedProviders.size > 0 && this.refusedProviders.has(p)) return -1;
+    for (const t of u.takes) {
+      const capacity = u.capacity(i, t.classId);
+      const used = u.used(i, t.classId) + this.usedHere(p, t.classId) + t.amount;
+      if (used > capacity) return -1;
+      sum += fillOf(capacity, used);
+    }
     return u.takes.length > 0 ? sum / u.takes.length : 0;
   }
 }
 
+/** Whether candidate a comes before candidate b: the smaller key, or on a tie the answer's order. */
+const before = (key: Float64Array, a: number, b: number): boolean => key[a] < key[b] || (key[a] === key[b] && a < b);
+
 /** Moves heap[k] down the first `size` places of the heap until neither child comes before it. */
-function siftDown(heap: number[], k: number, size: number, before: (a: number, b: number) => boolean): void {
+function siftDown(heap: Int32Array, k: number, size: number, key: Float64Array): void {
   const item = heap[k];
   for (;;) {
     let child = 2 * k + 1;
     if (child >= size) break;
-    if (child + 1 < size && before(heap[child + 1], heap[child])) child++;
-    if (!before(heap[child], item)) break;
+    if (child + 1 < size && before(key, heap[child + 1], heap[child])) child++;
+    if (!before(key, heap[child], item)) break;
     heap[k] = heap[child];
     k = child;
   }
