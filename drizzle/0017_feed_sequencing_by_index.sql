@@ -1,0 +1,12 @@
+-- The feed's sequencing (provider_changes_sequence, migration 0016) finds the committing transaction's rows
+-- with UPDATE provider_changes ... WHERE txid = me, under the advisory lock that every write's commit waits
+-- for, and each session keeps that statement's plan from its first commit (force_generic_plan) until the
+-- feed's statistics change. The feed grows by a row per changed provider per commit and is pruned only
+-- past its retention (100,000 transactions by default). A plan made while the feed was small, or on
+-- statistics taken then (a new or small cloud, a cluster whose autovacuum is off or behind), was a
+-- sequential scan, which a pool connection kept as the feed grew: every commit then read the whole feed
+-- while every other commit waited for it (after the feed grew by 20,000 rows, one commit read 40,000).
+-- The transaction's rows are always a few among many, so the function plans without sequential scans
+-- where an index serves: provider_changes_txid_provider_unique for its rows, provider_changes_seq_idx for
+-- the pruning (which used it already). Same statements, same results.
+ALTER FUNCTION provider_changes_sequence() SET enable_seqscan = off;
