@@ -121,12 +121,7 @@ export class CandidateView {
 
   /** Whether the answer's i-th candidate fits (fits), read by index when the answer is uniform. */
   private fitsAt(i: number): boolean {
-    const u = this.uniform;
-    if (u === undefined) return this.fits(this.found.candidate(i));
-    const p = u.provider(i);
-    if (this.refusedProviders.has(p)) return false;
-    for (const t of u.takes) if (u.used(i, t.classId) + this.usedHere(p, t.classId) + t.amount > u.capacity(i, t.classId)) return false;
-    return true;
+    return this.fillIfFits(i) >= 0;
   }
 
   private usedHere(providerId: number, classId: number): number {
@@ -135,8 +130,8 @@ export class CandidateView {
 
   /**
    * How full the i-th candidate's providers would be after claiming it (the
-   * mean over its resources of used / capacity), or -1 when it does not fit
-   * (fitsAt), in one reading of each inventory.
+   * mean over its resources of used / capacity), or -1 when it does not fit,
+   * in one reading of each inventory: the one check of whether it fits.
    */
   private fillIfFits(i: number): number {
     const u = this.uniform;
