@@ -1,7 +1,8 @@
 /**
  * `npm run bench -- claims [--cloud large|nova|aggregate|flat] [--providers N] [--clients K[,K...]]
  *  [--mode M[,M...]] [--pick pack|random] [--limit L] [--claims M] [--instances N[,N...]] [--workers W]
- *  [--connections keep-alive,close] [--warm-rounds R] [--warm-reads R] [--pgbench-seconds S] [--against DIR]`
+ *  [--connections keep-alive,close] [--warm-placements N] [--warm-rounds R] [--warm-reads R] [--pgbench-seconds S]
+ *  [--against DIR]`
  *
  * K simulated schedulers place instances on a cloud through the real server
  * over HTTP. Without --cloud, the scenes of the claims extension's targets
@@ -43,9 +44,12 @@
  * A list runs each scene once per count, one after the other (default 1).
  * --workers: the server's worker processes (default: half the machine's cores, at least one; see
  * DEFAULT_WORKERS).
- * --warm-rounds: before each timed run, the K schedulers place K instances in the measured mode and
- * delete them again this many times (default WARM_ROUNDS), untimed (see warmPlacements).
- * --warm-reads: before those, this many requests that write nothing (default WARM_READS; see warmReads).
+ * --warm-placements: before each timed run, untimed, the K schedulers place this many instances in the
+ * measured mode (default WARM_PLACEMENTS), a round of up to WARM_BATCH at a time, each round deleted again
+ * (see warmPlacements); then the cloud's tables are vacuumed (vacuumCloud).
+ * --warm-rounds: after that, the K schedulers place K instances in the measured mode and delete them
+ * again this many times (default WARM_ROUNDS).
+ * --warm-reads: before all of those, this many requests that write nothing (default WARM_READS; see warmReads).
  * Prints claims per second, 409s per successful claim (for claim: 409s answered before the last
  * successful claim was sent, i.e. while there was still room), p50/p99 latency of a successful
  * claim (from its scheduler's first request for it), the invariant check read from the tables
@@ -121,6 +125,7 @@ interface Options {
   connections: Connections[];
   pgbenchSeconds: number;
   warmRounds: number;
+  warmPlacements: number;
   warmReads: number;
   adminUrl: string;
   /** Another checkout whose built server runs each mode after ours (--against). */
@@ -211,6 +216,7 @@ function parseArgs(args: string[]): Options {
     connections,
     pgbenchSeconds: Number(get("pgbench-seconds") ?? 5),
     warmRounds: Number(get("warm-rounds") ?? WARM_ROUNDS),
+    warmPlacements: Number(get("warm-placements") ?? WARM_PLACEMENTS),
     warmReads: Number(get("warm-reads") ?? WARM_READS),
     adminUrl: process.env.DATABASE_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres",
     against: get("against") === undefined ? undefined : builtCheckout(get("against")!),
@@ -541,6 +547,10 @@ async function runOnce(
       // A scheduler talks to a server that has been up: its first read of the cloud is not what is measured.
       await warmUp(server.base, scene, options.workers);
       await warmReads(server.base, scene, senders, options.warmReads);
+      for (let placed = 0; placed < options.warmPlacements; ) {
+        placed += await warmPlacements(server.base, (tally) => schedulers({ ...scene, maxClaims: Math.max(k, WARM_BATCH) }, tally));
+      }
+      await vacuumCloud(db);
       for (let round = 0; round < options.warmRounds; round++) {
         await warmPlacements(server.base, (tally) => schedulers({ ...scene, maxClaims: k }, tally));
       }
@@ -635,41 +645,86 @@ async function refusalCost(base: string, scene: Scene): Promise<{ refused: numbe
 const newTally = (): Tally => ({ claims: 0, conflicts: 0, errors: 0, latencies: [], lastSuccessSent: 0, refusals: [], acknowledged: [] });
 
 /**
- * Rounds of warmPlacements before a timed run. PostgreSQL plans a prepared
- * statement afresh at each of its first five executions on a connection
- * (custom plans), and so each statement of the triggers a write fires, before
- * it settles on one plan; a round gives each of the pool connections that K
- * concurrent requests use about one write. After one round, those first
- * executions fell inside the timed run of a scene of 80 instances, as did
- * the compiling of the server's code; pgbench, the limit the scenes are held
- * to, runs thousands of transactions on its connections.
+ * Instances the K schedulers place (and delete again) before a timed run, in
+ * rounds of warmPlacements of up to WARM_BATCH (or K) instances each, so that
+ * the server's code is compiled as in a server that has been up. V8 compiles
+ * a function with its optimizing compiler only after it has run some thousand
+ * times, and the write path runs once per claim. After six rounds of K at
+ * K = 16 (about 200 instances), the server still ran its claim path as
+ * baseline code during the timed run and compiled it meanwhile on helper
+ * threads (--trace-opt showed 15 functions optimized within the large scene's
+ * 0.2 s, and 102 within the 2.3 s of the same scene on 200 nodes; perf put
+ * those threads at a tenth of the machine's CPU). After 1,600 instances, two
+ * or three were left to optimize within the large scene.
  */
-const WARM_ROUNDS = 6;
+const WARM_PLACEMENTS = 1600;
+
+/** Instances per round of WARM_PLACEMENTS (at least K). */
+const WARM_BATCH = 32;
+
+/**
+ * Rounds of warmPlacements of K instances each after vacuumCloud, just
+ * before the timed run. PostgreSQL plans a prepared statement afresh at each
+ * of its first five executions on a connection (custom plans), and again once
+ * after VACUUM has changed the statistics of a table it reads; these rounds
+ * give each of the pool connections that K concurrent requests use a write
+ * after the VACUUM, so that neither falls inside the timed run of a scene of
+ * 80 instances. pgbench, the limit the scenes are held to, runs thousands of
+ * transactions on its connections.
+ */
+const WARM_ROUNDS = 3;
+
+/**
+ * After the warm placements: VACUUM of the cloud's tables, as autovacuum
+ * would have done on a cloud that has been up. Those placements and their
+ * deletes leave thousands of dead row versions in the hosts' provider and
+ * inventory rows and in the feed; on a cluster without autovacuum they stay
+ * for the statements reading those tables to pass over (PostgreSQL's CPU per
+ * claim rose with 30 and 60 rounds of placements and no VACUUM).
+ * Consumers and allocations are left alone: they hold no rows now, and
+ * vacuumed empty they would be planned as empty for good on such a cluster
+ * (see buildCloud). A role that does not own the tables gets a warning from
+ * PostgreSQL and nothing vacuumed.
+ */
+async function vacuumCloud(db: pg.Client): Promise<void> {
+  await db.query("VACUUM resource_providers, inventories, provider_changes");
+}
 
 /** Requests of warmReads before a timed run. */
 const WARM_READS = 2000;
 
 /**
  * One round of the steady state, outside the timing, as pgbench measures its
- * own (its connections made before it counts): the K schedulers place about
- * K instances in the measured mode, over the connections the run then uses,
- * and the instances are deleted again, so the run starts on the same empty
- * cloud. The server has then opened the pool connections K concurrent
- * requests need and prepared its statements on them, and the bench's project
- * and user exist, as they do for a scheduler of a server that has been up;
- * otherwise a scene of 80 instances measures mostly connection start-up.
+ * own (its connections made before it counts): the K schedulers place
+ * instances in the measured mode (about as many as `place` asks for), over
+ * the connections the run then uses, and the instances are deleted again, so
+ * the run starts on the same empty cloud; returns how many it placed. The
+ * server has then opened the pool connections K concurrent requests need and
+ * prepared its statements on them, and the bench's project and user exist,
+ * as they do for a scheduler of a server that has been up; otherwise a scene
+ * of 80 instances measures mostly connection start-up.
  */
-async function warmPlacements(base: string, place: (tally: Tally) => Promise<unknown>): Promise<void> {
+async function warmPlacements(base: string, place: (tally: Tally) => Promise<unknown>): Promise<number> {
   const tally = newTally();
-  // A cloud smaller than K instances is filled, then emptied again.
+  // A cloud smaller than what is asked for is filled, then emptied again.
   await place(tally);
   if (tally.errors > 0) throw new Error(`the warm-up got ${tally.errors} unexpected answers`);
-  const send = sender("keep-alive");
-  for (const { consumer } of tally.acknowledged) {
-    const res = await send("DELETE", `${base}/allocations/${consumer}`, "1.39");
-    if (res.status !== 204) throw new Error(`unexpected ${res.status} from the warm-up's DELETE /allocations: ${res.body.toString().slice(0, 500)}`);
-  }
+  if (tally.claims === 0) throw new Error("the warm-up placed nothing: the cloud holds no instance of the scene");
+  // Deleted by a few schedulers at once: the warm-up deletes every one of its WARM_PLACEMENTS again.
+  const deleters = Array.from({ length: DELETERS }, () => sender("keep-alive"));
+  await Promise.all(
+    deleters.map(async (send, i) => {
+      for (let n = i; n < tally.acknowledged.length; n += deleters.length) {
+        const res = await send("DELETE", `${base}/allocations/${tally.acknowledged[n].consumer}`, "1.39");
+        if (res.status !== 204) throw new Error(`unexpected ${res.status} from the warm-up's DELETE /allocations: ${res.body.toString().slice(0, 500)}`);
+      }
+    }),
+  );
+  return tally.claims;
 }
+
+/** Concurrent DELETEs of warmPlacements. */
+const DELETERS = 4;
 
 /**
  * Requests that write nothing before a timed run, `count` in all from the K
@@ -677,11 +732,10 @@ async function warmPlacements(base: string, place: (tally: Tally) => Promise<unk
  * limit=1 (the answer both modes start from, without 1,000 candidates
  * rendered each time), and POST /claims of a flavour a thousand times the
  * scene's, which nothing fits (so refusalCost then compares two paths
- * compiled alike). The rounds of placements leave the server's code only
- * part compiled (in the large scene its CPU per claim fell from 1.6 to
- * 1.2-1.3 ms with 2,000 of these, over 6 pairs of runs), and more rounds of
- * them would not do instead: their dead rows stay on a cluster without
- * autovacuum, and PostgreSQL's CPU per claim rose with 30 and 60 rounds.
+ * compiled alike). The placements compile the write paths (see
+ * WARM_PLACEMENTS); these, the read path's many requests (in the large
+ * scene, with six rounds of placements and no more, the server's CPU per
+ * claim fell from 1.6 to 1.2-1.3 ms with 2,000 of these, over 6 pairs of runs).
  */
 async function warmReads(base: string, scene: Scene, senders: Send[], count: number): Promise<void> {
   const [flavour] = scene.flavours;
