@@ -44,12 +44,7 @@ export class CandidateView {
 
   /** Whether the candidate fits on the usage known now (amounts already passed the answer's unit checks). */
   fits(c: Candidate): boolean {
-    if (this.refused.has(c)) return false;
-    for (const r of c.resources) {
-      const room = this.found.room(r.providerId, r.resourceClassId);
-      if (room === undefined || room.used + this.usedHere(r.providerId, r.resourceClassId) + r.amount > room.capacity) return false;
-    }
-    return true;
+    return this.candidateFill(c) >= 0;
   }
 
   /**
@@ -135,16 +130,8 @@ export class CandidateView {
    */
   private fillIfFits(i: number): number {
     const u = this.uniform;
+    if (u === undefined) return this.candidateFill(this.found.candidate(i));
     let sum = 0;
-    if (u === undefined) {
-      const c = this.found.candidate(i);
-      if (!this.fits(c)) return -1;
-      for (const r of c.resources) {
-        const room = this.found.room(r.providerId, r.resourceClassId)!;
-        sum += fillOf(room.capacity, room.used + this.usedHere(r.providerId, r.resourceClassId) + r.amount);
-      }
-      return c.resources.length > 0 ? sum / c.resources.length : 0;
-    }
     const p = u.provider(i);
     if (this.refusedProviders.size > 0 && this.refusedProviders.has(p)) return -1;
     for (const t of u.takes) {
@@ -154,6 +141,20 @@ export class CandidateView {
       sum += fillOf(capacity, used);
     }
     return u.takes.length > 0 ? sum / u.takes.length : 0;
+  }
+
+  /** fillIfFits over a built candidate: its fill after the claim, or -1 when it does not fit. */
+  private candidateFill(c: Candidate): number {
+    if (this.refused.has(c)) return -1;
+    let sum = 0;
+    for (const r of c.resources) {
+      const room = this.found.room(r.providerId, r.resourceClassId);
+      if (room === undefined) return -1;
+      const used = room.used + this.usedHere(r.providerId, r.resourceClassId) + r.amount;
+      if (used > room.capacity) return -1;
+      sum += fillOf(room.capacity, used);
+    }
+    return c.resources.length > 0 ? sum / c.resources.length : 0;
   }
 }
 
